@@ -1,0 +1,1 @@
+//! The DynamoDB execution store.

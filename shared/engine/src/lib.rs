@@ -1,0 +1,1 @@
+//! The pure statechart interpreter (harel `engine/core.py`).

@@ -1,0 +1,1 @@
+//! Powertools-compatible idempotency.

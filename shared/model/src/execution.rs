@@ -1,0 +1,373 @@
+//! The `Execution` and `Event` documents, serialized field for field like harel 0.9.0's
+//! pydantic models, so a document written by harel Python loads here and writes back with
+//! nothing lost. Fields harel does not know (written by a newer harel, or by a tool) are kept
+//! in `extra` and written back unchanged, after the known ones.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A JSON object, in insertion order (Python dicts keep theirs).
+pub type Object = Map<String, Value>;
+
+fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The lifecycle of an execution. The strings are harel's enum values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    #[default]
+    Pending,
+    Running,
+    Done,
+    Cancelled,
+    /// Paused by the control plane: state and queue kept; `resume` makes it RUNNING again.
+    Suspended,
+    /// A cooperative cancel in flight: the backlog drains until the injected `Cancel`
+    /// reaches the machine's own cleanup transition.
+    Cancelling,
+    /// Aborted on an action error nothing in the model handled; `error` says which.
+    Failed,
+}
+
+impl Status {
+    pub const ALL: [Status; 7] = [
+        Status::Pending,
+        Status::Running,
+        Status::Done,
+        Status::Cancelled,
+        Status::Suspended,
+        Status::Cancelling,
+        Status::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "PENDING",
+            Status::Running => "RUNNING",
+            Status::Done => "DONE",
+            Status::Cancelled => "CANCELLED",
+            Status::Suspended => "SUSPENDED",
+            Status::Cancelling => "CANCELLING",
+            Status::Failed => "FAILED",
+        }
+    }
+
+    /// DONE or CANCELLED: what `finished_at` stamps.
+    pub fn is_finished(self) -> bool {
+        matches!(self, Status::Done | Status::Cancelled)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Status {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Status::ALL
+            .into_iter()
+            .find(|st| st.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!("unknown status {s:?} (one of PENDING RUNNING DONE CANCELLED SUSPENDED CANCELLING FAILED)")
+            })
+    }
+}
+
+/// A stimulus processed by a machine. `id` is the dedupe key under at-least-once delivery.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(default = "new_id")]
+    pub id: String,
+    pub kind: String,
+    /// harel types these as datetimes; kept as the ISO text it wrote so nothing is reformatted.
+    #[serde(default)]
+    pub created_time: Option<String>,
+    #[serde(default)]
+    pub received_time: Option<String>,
+    #[serde(default)]
+    pub data: Object,
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+impl Event {
+    /// A new event of `kind` with a fresh id and no data.
+    pub fn new(kind: impl Into<String>) -> Self {
+        Event {
+            id: new_id(),
+            kind: kind.into(),
+            created_time: None,
+            received_time: None,
+            data: Object::new(),
+            extra: Object::new(),
+        }
+    }
+
+    pub fn with_data(mut self, data: Object) -> Self {
+        self.data = data;
+        self
+    }
+
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("an Event always serializes")
+    }
+}
+
+/// A region (or submachine child) spawned by a parent: the parent's join counter entry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChildState {
+    pub root_path: String,
+    #[serde(default)]
+    pub finished: bool,
+    /// The region's terminal outcome, carried on its `Finished`.
+    #[serde(default)]
+    pub outcome: Option<String>,
+    /// The region's `carry`-projected context, carried on its `Finished`.
+    #[serde(default)]
+    pub result: Object,
+    /// An `invoke` child (another Definition): never broadcast to.
+    #[serde(default)]
+    pub submachine: bool,
+    /// Stable key in `region_results`, independent of the seq'd child id.
+    #[serde(default)]
+    pub key: String,
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// The serializable running instance of a Definition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Execution {
+    #[serde(default = "new_id")]
+    pub id: String,
+    pub definition_id: String,
+    /// Set on a submachine child: its fully qualified name, so any worker can resolve it.
+    #[serde(default)]
+    pub definition_fqn: Option<String>,
+    /// The node this execution runs ("" for a machine; the region node for a region).
+    #[serde(default)]
+    pub root_path: String,
+    #[serde(default)]
+    pub status: Status,
+    #[serde(default)]
+    pub outcome: Option<String>,
+    /// With FAILED: the unhandled action error as `Type: message`.
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub active_path: Option<String>,
+    /// composite path -> last active child path.
+    #[serde(default)]
+    pub history: IndexMap<String, String>,
+    #[serde(default)]
+    pub context: Object,
+    #[serde(default)]
+    pub processed_events: u64,
+    /// Optimistic-concurrency token: a commit writes version+1 iff the stored row is still here.
+    #[serde(default)]
+    pub version: u64,
+    #[serde(default, deserialize_with = "priority")]
+    pub priority: u8,
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    #[serde(default)]
+    pub child_id: Option<String>,
+    /// Events held by a `defer`, re-delivered on entering a state that handles them.
+    #[serde(default)]
+    pub deferred: Vec<Event>,
+    #[serde(default)]
+    pub children: IndexMap<String, ChildState>,
+    /// spawn-site path -> times entered: the per-entry seq in deterministic child ids.
+    #[serde(default)]
+    pub invoke_seq: IndexMap<String, u64>,
+    #[serde(default)]
+    pub created_at: Option<f64>,
+    #[serde(default)]
+    pub updated_at: Option<f64>,
+    #[serde(default)]
+    pub finished_at: Option<f64>,
+    /// The deadline of the machine's `ttl` as last armed.
+    #[serde(default)]
+    pub expires_at: Option<f64>,
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+fn priority<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    let p = u8::deserialize(d)?;
+    if p > 4 {
+        return Err(serde::de::Error::custom(format!(
+            "priority must be between 0 and 4, got {p}"
+        )));
+    }
+    Ok(p)
+}
+
+impl Execution {
+    /// A fresh, never-saved execution of `definition_id` (version 0, PENDING).
+    pub fn new(definition_id: impl Into<String>) -> Self {
+        Execution {
+            id: new_id(),
+            definition_id: definition_id.into(),
+            definition_fqn: None,
+            root_path: String::new(),
+            status: Status::Pending,
+            outcome: None,
+            error: None,
+            active_path: None,
+            history: IndexMap::new(),
+            context: Object::new(),
+            processed_events: 0,
+            version: 0,
+            priority: 0,
+            parent_id: None,
+            child_id: None,
+            deferred: Vec::new(),
+            children: IndexMap::new(),
+            invoke_seq: IndexMap::new(),
+            created_at: None,
+            updated_at: None,
+            finished_at: None,
+            expires_at: None,
+            extra: Object::new(),
+        }
+    }
+
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("an Execution always serializes")
+    }
+
+    /// Set the bookkeeping timestamps for a commit about to happen at `now` (harel's `stamp`):
+    /// every writer calls it just before committing.
+    pub fn stamp(&mut self, now: f64) {
+        if self.created_at.is_none() {
+            self.created_at = Some(now);
+        }
+        self.updated_at = Some(now);
+        if !self.status.is_finished() {
+            self.finished_at = None;
+        } else if self.finished_at.is_none() {
+            self.finished_at = Some(now);
+        }
+    }
+}
+
+/// A lightweight projection of an Execution for list views (harel's `ExecutionSummary`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionSummary {
+    pub id: String,
+    pub definition_id: String,
+    pub status: Status,
+    #[serde(default)]
+    pub outcome: Option<String>,
+    #[serde(default)]
+    pub active_path: Option<String>,
+    #[serde(default)]
+    pub version: u64,
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<f64>,
+}
+
+impl ExecutionSummary {
+    pub fn of(exe: &Execution) -> Self {
+        ExecutionSummary {
+            id: exe.id.clone(),
+            definition_id: exe.definition_id.clone(),
+            status: exe.status,
+            outcome: exe.outcome.clone(),
+            active_path: exe.active_path.clone(),
+            version: exe.version,
+            parent_id: exe.parent_id.clone(),
+            finished_at: exe.finished_at,
+        }
+    }
+}
+
+/// One page of a listing: up to `limit` summaries and an opaque cursor for the next page.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionPage {
+    pub items: Vec<ExecutionSummary>,
+    pub next_cursor: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // written by harel 0.9.0 (pydantic `model_dump_json`), with one field harel doesn't know
+    const HAREL_DOC: &str = r#"{"id":"6814d91db6d84d4cb539ed68d2b4799b","definition_id":"m","definition_fqn":null,"root_path":"","status":"PENDING","outcome":null,"error":null,"active_path":null,"history":{},"context":{"a":1.0,"b":1e+16,"c":"é","d":[1,2],"e":0.30000000000000004,"f":1e-7},"processed_events":0,"version":0,"priority":0,"parent_id":null,"child_id":null,"deferred":[{"id":"84bc","kind":"K","created_time":"2024-01-02T03:04:05Z","received_time":null,"data":{}}],"children":{"x":{"root_path":"A","finished":false,"outcome":null,"result":{},"submachine":false,"key":""}},"invoke_seq":{},"created_at":1700000000.123,"updated_at":null,"finished_at":null,"expires_at":null,"zzz_future":{"kept":true}}"#;
+
+    #[test]
+    fn a_harel_document_round_trips_with_nothing_lost() {
+        let exe = Execution::from_json(HAREL_DOC).unwrap();
+        assert_eq!(exe.extra["zzz_future"], serde_json::json!({"kept": true}));
+        let again: Value = serde_json::from_str(&exe.to_json()).unwrap();
+        let original: Value = serde_json::from_str(HAREL_DOC).unwrap();
+        assert_eq!(again, original);
+        // floats stay floats: 1.0 is written back as 1.0, not 1
+        assert!(exe.to_json().contains(r#""a":1.0"#));
+    }
+
+    #[test]
+    fn defaults_match_pydantic() {
+        let exe = Execution::from_json(r#"{"definition_id":"m"}"#).unwrap();
+        assert_eq!(exe.status, Status::Pending);
+        assert_eq!(exe.id.len(), 32);
+        let v: Value = serde_json::from_str(&exe.to_json()).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "id", "definition_id", "definition_fqn", "root_path", "status", "outcome", "error",
+                "active_path", "history", "context", "processed_events", "version", "priority",
+                "parent_id", "child_id", "deferred", "children", "invoke_seq", "created_at",
+                "updated_at", "finished_at", "expires_at"
+            ]
+        );
+    }
+
+    #[test]
+    fn wrong_types_are_refused() {
+        assert!(Execution::from_json(r#"{"definition_id":"m","status":"NOPE"}"#).is_err());
+        assert!(Execution::from_json(r#"{"definition_id":"m","priority":9}"#).is_err());
+        assert!(Execution::from_json(r#"{"status":"DONE"}"#).is_err());
+        assert!(serde_json::from_str::<Event>(r#"{"kind":"A","data":[1]}"#).is_err());
+    }
+
+    #[test]
+    fn stamp_sets_and_clears_finished_at() {
+        let mut exe = Execution::new("m");
+        exe.stamp(1.0);
+        assert_eq!((exe.created_at, exe.updated_at, exe.finished_at), (Some(1.0), Some(1.0), None));
+        exe.status = Status::Done;
+        exe.stamp(2.0);
+        assert_eq!((exe.created_at, exe.finished_at), (Some(1.0), Some(2.0)));
+        exe.stamp(3.0);
+        assert_eq!(exe.finished_at, Some(2.0));
+        exe.status = Status::Running;
+        exe.stamp(4.0);
+        assert_eq!(exe.finished_at, None);
+    }
+}

@@ -1,0 +1,19 @@
+//! harel's data contract, shared by every part of the project: the `Execution` and `Event`
+//! documents (JSON compatible with harel 0.9.0), the immutable `Definition` tree, event and
+//! context schemas, and Python's text of values where harel's messages depend on it.
+//!
+//! Pure data: serde and nothing else, so it compiles fast and embeds anywhere.
+
+pub mod definition;
+pub mod execution;
+pub mod pyrepr;
+pub mod schema;
+
+pub use definition::{
+    ActionRef, Assign, Choice, Definition, EventFilter, Expr, FieldRef, Node, NodeId, NodeKind,
+    Op, Predicate, Scope, Selector, Timeout, Transition,
+};
+pub use execution::{
+    ChildState, Event, Execution, ExecutionPage, ExecutionSummary, Object, Status,
+};
+pub use schema::{EventType, FieldSpec};

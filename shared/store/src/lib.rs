@@ -1,0 +1,1 @@
+//! The execution store port.
