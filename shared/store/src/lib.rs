@@ -1,1 +1,216 @@
-//! The execution store port.
+//! The execution store port: harel's `ExecutionStore` protocol (`harel/engine/store/_base.py`
+//! in the 0.9.0 package) as one async trait, with an in-memory implementation (the embedded
+//! default of the CLI and the unit tests) beside the DynamoDB one (`harel-dynamodb`).
+//!
+//! One `commit` is the atomic checkpoint of a step: the CAS-conditioned Execution write, its
+//! outbox emits, spawn intents, processed (dedupe) mark, timer schedules/cancels and trace
+//! entry, all or nothing.
+
+use std::future::Future;
+
+use harel_model::{Event, Execution, ExecutionPage, Object, Status};
+
+pub mod memory;
+pub use memory::MemoryStore;
+
+/// Ring size of the opt-in trace: the last N steps per execution are kept.
+pub const DEFAULT_TRACE_MAX: usize = 200;
+
+/// A deferred event awaiting delivery.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutboxEntry {
+    pub seq: u64,
+    /// The execution to deliver to (None: no target).
+    pub target_id: Option<String>,
+    pub event: Event,
+}
+
+/// A pending child creation (an orthogonal region, invoke or fan-out child), committed with
+/// the parent's step; the relay creates the child idempotently afterwards.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpawnEntry {
+    pub seq: u64,
+    pub parent_id: String,
+    pub child_id: String,
+    pub root_path: String,
+    pub context: Object,
+}
+
+/// A child to spawn, as a step hands it to `commit`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spawn {
+    pub child_id: String,
+    pub root_path: String,
+    pub context: Object,
+}
+
+/// A durable-timer mutation applied atomically with a commit, keyed by (execution, path).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TimerOp {
+    /// Arm (upsert) the timer for `path` to fire at `fire_at` (epoch seconds).
+    Schedule { path: String, fire_at: f64 },
+    /// Disarm the timer for `path`.
+    Cancel { path: String },
+}
+
+/// A timer that is due: (execution_id, path, fire_at).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DueTimer {
+    pub execution_id: String,
+    pub path: String,
+    pub fire_at: f64,
+}
+
+/// Everything one step commits beside the Execution itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Commit {
+    /// Outbox events, each `(target execution id, event)`.
+    pub emits: Vec<(Option<String>, Event)>,
+    /// The event this step processed: recorded as a dedupe mark.
+    pub processed_event_id: Option<String>,
+    pub timers: Vec<TimerOp>,
+    pub spawns: Vec<Spawn>,
+    /// One trace step (opt-in timeline), appended to the execution's ring.
+    pub trace: Option<Object>,
+}
+
+/// The filters of `list_executions`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListQuery {
+    /// Any of these statuses (None: all).
+    pub status: Option<Vec<Status>>,
+    pub definition_id: Option<String>,
+    /// Only executions without a parent.
+    pub roots_only: bool,
+    pub limit: usize,
+    /// The opaque `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl Default for ListQuery {
+    fn default() -> Self {
+        ListQuery {
+            status: None,
+            definition_id: None,
+            roots_only: false,
+            limit: 100,
+            cursor: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The optimistic-concurrency check failed: another writer moved the execution on.
+    #[error("stale write to {execution_id}: expected version {expected}, found {}", found.map_or("None".to_string(), |v| v.to_string()))]
+    Conflict {
+        execution_id: String,
+        expected: u64,
+        found: Option<u64>,
+    },
+    #[error("execution {0:?} already exists")]
+    AlreadyExists(String),
+    /// A write that cannot fit the backend's limits (item or transaction size, item count);
+    /// nothing was written.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A transient failure (throttling, a transaction conflict, a timeout): retry later.
+    #[error("retryable store error: {0}")]
+    Retryable(String),
+    /// Stored data that cannot be read back (corrupt JSON, a missing attribute).
+    #[error("corrupt store data: {0}")]
+    Corrupt(String),
+    #[error("store error: {0}")]
+    Other(String),
+}
+
+impl StoreError {
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, StoreError::Conflict { .. })
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// harel's store protocol. Every method is one logical operation; `commit` is atomic.
+pub trait ExecutionStore: Send + Sync {
+    fn load(&self, execution_id: &str) -> impl Future<Output = StoreResult<Option<Execution>>> + Send;
+
+    /// The execution and whether it already processed `event_id`, in one round trip where the
+    /// backend allows (the worker's hot path).
+    fn load_for_event(
+        &self,
+        execution_id: &str,
+        event_id: &str,
+    ) -> impl Future<Output = StoreResult<(Option<Execution>, bool)>> + Send;
+
+    /// `commit(exe, Commit::default())`: the version-checked write alone.
+    fn save(&self, exe: &mut Execution) -> impl Future<Output = StoreResult<()>> + Send {
+        async move { self.commit(exe, Commit::default()).await.map(|_| ()) }
+    }
+
+    /// Atomically write `exe` at version+1 iff the stored row is still at `exe.version`
+    /// (insert iff absent when `exe.version == 0`), with everything in `commit`. On success
+    /// `exe.version` is bumped; on any failure it is left as it was. Returns the outbox seq of
+    /// each emit, in order.
+    fn commit(
+        &self,
+        exe: &mut Execution,
+        commit: Commit,
+    ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send;
+
+    fn is_processed(
+        &self,
+        execution_id: &str,
+        event_id: &str,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+
+    fn list_executions(
+        &self,
+        query: &ListQuery,
+    ) -> impl Future<Output = StoreResult<ExecutionPage>> + Send;
+
+    /// Undelivered outbox entries, oldest first.
+    fn pending_outbox(&self) -> impl Future<Output = StoreResult<Vec<OutboxEntry>>> + Send;
+    fn ack_outbox(&self, seq: u64) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Undelivered spawn intents, oldest first.
+    fn pending_spawns(&self) -> impl Future<Output = StoreResult<Vec<SpawnEntry>>> + Send;
+    fn ack_spawn(&self, seq: u64) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Timers with `fire_at <= now`, soonest first.
+    fn due_timers(&self, now: f64) -> impl Future<Output = StoreResult<Vec<DueTimer>>> + Send;
+
+    /// Remove the timer for (execution, path) only if it still fires at `fire_at`, so a
+    /// re-schedule survives a stale sweep (a failed guard is a no-op).
+    fn delete_timer(
+        &self,
+        execution_id: &str,
+        path: &str,
+        fire_at: f64,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// The trace steps, oldest first, each with its `index`.
+    fn read_trace(&self, execution_id: &str) -> impl Future<Output = StoreResult<Vec<Object>>> + Send;
+
+    /// Append one step outside a commit (the step's `index` is used when present).
+    fn append_trace(
+        &self,
+        execution_id: &str,
+        entry: Object,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Ids of every stored execution whose id starts with `prefix` (a tree's descendants).
+    fn ids_with_prefix(&self, prefix: &str) -> impl Future<Output = StoreResult<Vec<String>>> + Send;
+
+    /// Delete the execution and everything keyed by it iff it is still at `expected_version`.
+    fn purge(
+        &self,
+        execution_id: &str,
+        expected_version: u64,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+
+    fn close(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs a command with a moto server (DynamoDB + SQS emulator) on a free loopback port:
+#   scripts/with-moto.sh cargo test --workspace
+# Exports AWS_ENDPOINT_URL (and MOTO_ENDPOINT) plus test credentials, and stops the server
+# when the command ends, whatever its outcome. Tests isolate themselves with unique table
+# prefixes and queue names, so one server serves a whole parallel run.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=$("$root/scripts/python-env.sh")
+port=$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+log=$(mktemp -t moto.XXXXXX.log)
+"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+moto_pid=$!
+trap 'kill $moto_pid 2>/dev/null || true; wait $moto_pid 2>/dev/null || true' EXIT INT TERM
+for _ in $(seq 1 100); do
+  if curl -s -o /dev/null "http://127.0.0.1:$port/moto-api/"; then break; fi
+  if ! kill -0 $moto_pid 2>/dev/null; then echo "moto server failed to start:" >&2; cat "$log" >&2; exit 1; fi
+  sleep 0.1
+done
+export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+export MOTO_ENDPOINT="$AWS_ENDPOINT_URL"
+export AWS_REGION="${AWS_REGION:-us-east-1}" AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
+export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-testing}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-testing}"
+export AWS_EC2_METADATA_DISABLED=true
+export HAREL_PYTHON="$venv/bin/python"
+"$@"

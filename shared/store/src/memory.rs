@@ -1,0 +1,309 @@
+//! The in-memory store (harel's `DictStore`): the embedded default of the CLI and the tests.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+
+use base64::Engine as _;
+use harel_model::{Execution, ExecutionPage, ExecutionSummary, Object};
+
+use crate::{
+    Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreError, StoreResult,
+    TimerOp, DEFAULT_TRACE_MAX,
+};
+
+#[derive(Default)]
+struct Inner {
+    executions: BTreeMap<String, Execution>,
+    processed: HashSet<(String, String)>,
+    outbox: BTreeMap<u64, OutboxEntry>,
+    spawns: BTreeMap<u64, SpawnEntry>,
+    timers: HashMap<(String, String), f64>,
+    trace: HashMap<String, BTreeMap<u64, Object>>,
+    next_outbox: u64,
+    next_spawn: u64,
+}
+
+/// Everything in one mutex: each method is trivially atomic.
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+    trace_max: usize,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::with_trace_max(DEFAULT_TRACE_MAX)
+    }
+
+    pub fn with_trace_max(trace_max: usize) -> Self {
+        MemoryStore {
+            inner: Mutex::new(Inner {
+                next_outbox: 1,
+                next_spawn: 1,
+                ..Inner::default()
+            }),
+            trace_max,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // a panic while holding the lock leaves plain data behind; keep serving it
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every timer armed now, for inspection: (execution_id, path, fire_at).
+    pub fn timers(&self) -> Vec<DueTimer> {
+        let inner = self.lock();
+        let mut out: Vec<DueTimer> = inner
+            .timers
+            .iter()
+            .map(|((e, p), f)| DueTimer {
+                execution_id: e.clone(),
+                path: p.clone(),
+                fire_at: *f,
+            })
+            .collect();
+        out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at).then(a.path.cmp(&b.path)));
+        out
+    }
+
+    /// Every stored execution, by id.
+    pub fn executions(&self) -> Vec<Execution> {
+        self.lock().executions.values().cloned().collect()
+    }
+}
+
+fn encode_offset(offset: usize) -> String {
+    base64::engine::general_purpose::URL_SAFE.encode(offset.to_string())
+}
+
+fn decode_offset(cursor: Option<&str>) -> usize {
+    cursor
+        .and_then(|c| base64::engine::general_purpose::URL_SAFE.decode(c).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The client-side listing filter shared by backends that can't filter inside the JSON.
+pub fn matches(summary: &ExecutionSummary, query: &ListQuery) -> bool {
+    if let Some(statuses) = &query.status {
+        if !statuses.contains(&summary.status) {
+            return false;
+        }
+    }
+    if let Some(def) = &query.definition_id {
+        if &summary.definition_id != def {
+            return false;
+        }
+    }
+    !(query.roots_only && summary.parent_id.is_some())
+}
+
+impl ExecutionStore for MemoryStore {
+    async fn load(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
+        Ok(self.lock().executions.get(execution_id).cloned())
+    }
+
+    async fn load_for_event(
+        &self,
+        execution_id: &str,
+        event_id: &str,
+    ) -> StoreResult<(Option<Execution>, bool)> {
+        let inner = self.lock();
+        let exe = inner.executions.get(execution_id).cloned();
+        let done = inner
+            .processed
+            .contains(&(execution_id.to_string(), event_id.to_string()));
+        Ok((exe, done))
+    }
+
+    async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
+        let mut inner = self.lock();
+        let stored = inner.executions.get(&exe.id).map(|e| e.version);
+        let ok = match stored {
+            None => exe.version == 0,
+            Some(v) => v == exe.version && exe.version > 0,
+        };
+        if !ok {
+            return Err(StoreError::Conflict {
+                execution_id: exe.id.clone(),
+                expected: exe.version,
+                found: stored,
+            });
+        }
+        exe.version += 1;
+        inner.executions.insert(exe.id.clone(), exe.clone());
+        let mut seqs = Vec::with_capacity(commit.emits.len());
+        for (target_id, event) in commit.emits {
+            let seq = inner.next_outbox;
+            inner.next_outbox += 1;
+            inner.outbox.insert(
+                seq,
+                OutboxEntry {
+                    seq,
+                    target_id,
+                    event,
+                },
+            );
+            seqs.push(seq);
+        }
+        for spawn in commit.spawns {
+            let seq = inner.next_spawn;
+            inner.next_spawn += 1;
+            inner.spawns.insert(
+                seq,
+                SpawnEntry {
+                    seq,
+                    parent_id: exe.id.clone(),
+                    child_id: spawn.child_id,
+                    root_path: spawn.root_path,
+                    context: spawn.context,
+                },
+            );
+        }
+        if let Some(event_id) = commit.processed_event_id {
+            inner.processed.insert((exe.id.clone(), event_id));
+        }
+        for op in commit.timers {
+            match op {
+                TimerOp::Schedule { path, fire_at } => {
+                    inner.timers.insert((exe.id.clone(), path), fire_at);
+                }
+                TimerOp::Cancel { path } => {
+                    inner.timers.remove(&(exe.id.clone(), path));
+                }
+            }
+        }
+        if let Some(entry) = commit.trace {
+            append(&mut inner, &exe.id, entry, self.trace_max);
+        }
+        Ok(seqs)
+    }
+
+    async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
+        Ok(self
+            .lock()
+            .processed
+            .contains(&(execution_id.to_string(), event_id.to_string())))
+    }
+
+    async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
+        let inner = self.lock();
+        let off = decode_offset(query.cursor.as_deref());
+        let all: Vec<ExecutionSummary> = inner
+            .executions
+            .values()
+            .map(ExecutionSummary::of)
+            .filter(|s| matches(s, query))
+            .collect();
+        let items: Vec<ExecutionSummary> = all.iter().skip(off).take(query.limit).cloned().collect();
+        let next_cursor = (all.len() > off + query.limit).then(|| encode_offset(off + query.limit));
+        Ok(ExecutionPage { items, next_cursor })
+    }
+
+    async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {
+        Ok(self.lock().outbox.values().cloned().collect())
+    }
+
+    async fn ack_outbox(&self, seq: u64) -> StoreResult<()> {
+        self.lock().outbox.remove(&seq);
+        Ok(())
+    }
+
+    async fn pending_spawns(&self) -> StoreResult<Vec<SpawnEntry>> {
+        Ok(self.lock().spawns.values().cloned().collect())
+    }
+
+    async fn ack_spawn(&self, seq: u64) -> StoreResult<()> {
+        self.lock().spawns.remove(&seq);
+        Ok(())
+    }
+
+    async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
+        let mut due: Vec<DueTimer> = self
+            .timers()
+            .into_iter()
+            .filter(|t| t.fire_at <= now)
+            .collect();
+        due.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
+        Ok(due)
+    }
+
+    async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let key = (execution_id.to_string(), path.to_string());
+        if inner.timers.get(&key) == Some(&fire_at) {
+            inner.timers.remove(&key);
+        }
+        Ok(())
+    }
+
+    async fn read_trace(&self, execution_id: &str) -> StoreResult<Vec<Object>> {
+        let inner = self.lock();
+        Ok(inner
+            .trace
+            .get(execution_id)
+            .map(|ring| {
+                ring.iter()
+                    .map(|(idx, entry)| {
+                        let mut e = entry.clone();
+                        e.insert("index".into(), (*idx).into());
+                        e
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn append_trace(&self, execution_id: &str, entry: Object) -> StoreResult<()> {
+        let mut inner = self.lock();
+        append(&mut inner, execution_id, entry, self.trace_max);
+        Ok(())
+    }
+
+    async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
+        Ok(self
+            .lock()
+            .executions
+            .keys()
+            .filter(|id| id.starts_with(prefix))
+            .cloned()
+            .collect())
+    }
+
+    async fn purge(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let present = match inner.executions.get(execution_id) {
+            Some(e) if e.version != expected_version => return Ok(false),
+            Some(_) => true,
+            None => false,
+        };
+        inner.executions.remove(execution_id);
+        inner.processed.retain(|(e, _)| e != execution_id);
+        inner.trace.remove(execution_id);
+        inner.timers.retain(|(e, _), _| e != execution_id);
+        inner
+            .outbox
+            .retain(|_, o| o.target_id.as_deref() != Some(execution_id));
+        inner.spawns.retain(|_, s| s.parent_id != execution_id);
+        Ok(present)
+    }
+}
+
+fn append(inner: &mut Inner, execution_id: &str, mut entry: Object, trace_max: usize) {
+    let ring = inner.trace.entry(execution_id.to_string()).or_default();
+    let idx = match entry.remove("index").and_then(|v| v.as_u64()) {
+        Some(i) => i,
+        None => ring.keys().next_back().map_or(0, |m| m + 1),
+    };
+    ring.insert(idx, entry);
+    if trace_max > 0 && idx >= trace_max as u64 {
+        ring.remove(&(idx - trace_max as u64));
+    }
+}
