@@ -5,4 +5,4 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-exec scripts/with-moto.sh cargo test --workspace --all-targets "$@"
+exec scripts/with-moto.sh cargo test --workspace "$@"
