@@ -4,14 +4,16 @@
 //!
 //! Pure data: serde and nothing else, so it compiles fast and embeds anywhere.
 
+pub mod build;
 pub mod definition;
 pub mod execution;
 pub mod pyrepr;
 pub mod schema;
 
+pub use build::{build_definition, BuildError};
 pub use definition::{
-    ActionRef, Assign, Choice, Definition, EventFilter, Expr, FieldRef, Node, NodeId, NodeKind,
-    Op, Predicate, Scope, Selector, Timeout, Transition,
+    ActionRef, Assign, Choice, Definition, EventFilter, Expr, FieldRef, Node, NodeId, NodeKind, Op,
+    Predicate, Scope, Selector, Timeout, Transition,
 };
 pub use execution::{
     ChildState, Event, Execution, ExecutionPage, ExecutionSummary, Object, Status,
