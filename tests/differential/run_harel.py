@@ -1,0 +1,152 @@
+"""The harel Python half of the differential test.
+
+Runs one machine through harel 0.9.0's `DurableRunner` over a `DictStore`, with the same
+command line as our `harel run --json`, and prints the final root Execution as harel JSON
+(one document on stdout, nothing else):
+
+    run_harel.py FILE [NAME] [-e KIND[:JSON] | -e +30s ...] [--seed JSON]
+                 [--selector NAME=VALUE ...] [--fail NAME ...]
+
+It answers actions the way our CLI does: an action that does not import for real is a
+no-op returning None, and `--selector NAME=VALUE` fixes what a selector returns (NAME: the
+dotted path as written or bound, or the bare handler name; VALUE: JSON when it parses, else a
+string; repeating the flag for one NAME gives successive values, an unconfigured selector
+returns None). Real importable actions (`harel.lib.*`) stay real. `--fail NAME` makes that
+action raise `RuntimeError("NAME failed")`, for the `on error` cases only harel can run.
+
+The clock is ours: it starts at a fixed epoch and moves only on `-e +Ns` (also `m`, `h`),
+after which due timers are swept once (`runner.fire_due_timers()`), as `harel run -e +30s`
+does on our side. A rejected input (a typed event that does not fit, a context that breaks
+its schema) prints `error: <harel's message>` on stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import sys
+from pathlib import Path
+
+# any fixed point works: every wall-clock field is dropped before comparing
+CLOCK_START = 1_700_000_000.0
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+class Answers:
+    """What the stand-in actions return: per-name queues of selector answers, and the set of
+    actions told to fail."""
+
+    def __init__(self, selectors: list[str], failing: list[str], bindings: dict[str, str]) -> None:
+        self.queues: dict[str, list] = {}
+        for spec in selectors:
+            name, sep, raw = spec.partition("=")
+            if not sep:
+                raise SystemExit(f"error: --selector {spec!r} is not NAME=VALUE")
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError:
+                value = raw
+            self.queues.setdefault(self._canonical(name, bindings), []).append(value)
+        self.failing = {self._canonical(name, bindings) for name in failing}
+
+    @staticmethod
+    def _canonical(name: str, bindings: dict[str, str]) -> str:
+        # a bare handler name stands for the path its `bind` maps it to
+        return bindings.get(name, name)
+
+    def stand_in(self, path: str):
+        def action(stm, event, **inputs):
+            if path in self.failing:
+                raise RuntimeError(f"{path} failed")
+            queue = self.queues.get(path)
+            if not queue:
+                return None
+            # successive calls take successive answers; the last one then repeats
+            return queue.pop(0) if len(queue) > 1 else queue[0]
+
+        action.__name__ = path.rsplit(".", 1)[-1]
+        return action
+
+
+def _importable(path: str) -> bool:
+    module_name, _, name = path.rpartition(".")
+    if not module_name:
+        return False
+    try:
+        return hasattr(importlib.import_module(module_name), name)
+    except ImportError:
+        return False
+
+
+def _action_refs(defn):
+    """Every ActionRef of the Definition: hooks and selectors."""
+    for node in defn.index.values():
+        for ref in (node.on_enter, node.on_exit, node.on_activity):
+            if ref is not None:
+                yield ref
+        for t in node.transitions:
+            if t.selector is not None:
+                yield t.selector.action
+
+
+def _bind_stand_ins(defn, answers: Answers) -> None:
+    for ref in _action_refs(defn):
+        fn = ref.function
+        if isinstance(fn, str) and (fn in answers.failing or fn in answers.queues or not _importable(fn)):
+            ref.function = answers.stand_in(fn)
+
+
+def _duration(step: str) -> float | None:
+    match = re.fullmatch(r"\+(\d+(?:\.\d+)?)([smh]?)", step)
+    return None if match is None else float(match.group(1)) * _UNITS[match.group(2) or "s"]
+
+
+def main(argv: list[str]) -> int:
+    from harel.definition.events import ContextError, EventError
+    from harel.dsl import definition_from_dsl_file
+    from harel.dsl.parser import parse
+    from harel.engine.durable import DurableRunner
+    from harel.engine.store import DictStore
+    from harel.spec.states import Event
+
+    p = argparse.ArgumentParser(prog="run_harel.py")
+    p.add_argument("file")
+    p.add_argument("name", nargs="?")
+    p.add_argument("-e", "--event", action="append", default=[])
+    p.add_argument("--seed")
+    p.add_argument("--selector", action="append", default=[])
+    p.add_argument("--fail", action="append", default=[])
+    args = p.parse_args(argv)
+
+    path = Path(args.file)
+    bindings = parse(path.read_text()).bindings
+    answers = Answers(args.selector, args.fail, bindings)
+    defn = definition_from_dsl_file(path, args.name)
+    _bind_stand_ins(defn, answers)
+
+    now = [CLOCK_START]
+    runner = DurableRunner(DictStore(), {defn.id: defn}, clock=lambda: now[0], execution="inline")
+    seed = json.loads(args.seed) if args.seed else None
+    try:
+        exe = runner.create(defn.id, context=seed)
+        for step in args.event:
+            delay = _duration(step)
+            if delay is not None:
+                now[0] += delay
+                runner.fire_due_timers()
+                exe = runner.store.load(exe.id)
+                continue
+            kind, sep, raw = step.partition(":")
+            event = Event(kind=kind, data=json.loads(raw)) if sep else Event(kind=kind)
+            exe = runner.process(exe.id, event)
+    except (ContextError, EventError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(exe.model_dump(mode="json")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
