@@ -6,6 +6,7 @@ command line as our `harel run --json`, and prints the final root Execution as h
 
     run_harel.py FILE [NAME] [-e KIND[:JSON] | -e +30s ...] [--seed JSON]
                  [--selector NAME=VALUE ...] [--fail NAME ...]
+    run_harel.py --batch    < [[ARGS...], ...]     (many runs, one Python start-up)
 
 It answers actions the way our CLI does: an action that does not import for real is a
 no-op returning None, and `--selector NAME=VALUE` fixes what a selector returns (NAME: the
@@ -23,6 +24,7 @@ its schema) prints `error: <harel's message>` on stderr and exits 1.
 from __future__ import annotations
 
 import argparse
+import logging
 import importlib
 import json
 import re
@@ -104,8 +106,10 @@ def _duration(step: str) -> float | None:
 
 
 def main(argv: list[str]) -> int:
+    # harel logs an unhandled action error with its traceback; the JSON on stdout says it all
+    logging.disable(logging.CRITICAL)
     from harel.definition.events import ContextError, EventError
-    from harel.dsl import definition_from_dsl_file
+    from harel.dsl import DslError, definition_from_dsl_file
     from harel.dsl.parser import parse
     from harel.engine.durable import DurableRunner
     from harel.engine.store import DictStore
@@ -121,9 +125,13 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
 
     path = Path(args.file)
-    bindings = parse(path.read_text()).bindings
+    try:
+        bindings = parse(path.read_text()).bindings
+        defn = definition_from_dsl_file(path, args.name)
+    except DslError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     answers = Answers(args.selector, args.fail, bindings)
-    defn = definition_from_dsl_file(path, args.name)
     _bind_stand_ins(defn, answers)
 
     now = [CLOCK_START]
@@ -148,5 +156,32 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def batch() -> int:
+    """`--batch`: stdin holds a JSON list of argument lists; run each as above in this one
+    process (harel's import dominates a run) and print a JSON list of
+    `{"code", "stdout", "stderr"}`, one per run, in order."""
+    import contextlib
+    import io
+
+    results = []
+    for argv in json.load(sys.stdin):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 2
+                if not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+            except Exception as exc:  # a crash of one run is that run's result, not the batch's
+                import traceback
+
+                traceback.print_exc()
+                code = 3
+        results.append({"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
+    json.dump(results, sys.stdout)
+    return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(batch() if sys.argv[1:] == ["--batch"] else main(sys.argv[1:]))
