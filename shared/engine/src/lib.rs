@@ -1,1 +1,149 @@
-//! The pure statechart interpreter (harel `engine/core.py`).
+//! The pure statechart interpreter: harel 0.9.0's `engine/core.py`, rule for rule.
+//!
+//! Python's engine is a generator yielding effects; here it is a pair of `async fn`s
+//! ([`start`], [`process`]) over a small [`Host`] trait. The blocking effects (running an
+//! action or a selector, reading the clock when a timer is armed) are host calls the engine
+//! awaits; the deferred ones (emits, spawns, timer schedules/cancels, `set` values) are
+//! collected as data in [`StepEffects`] for the driver to commit with the step.
+//!
+//! No IO and no runtime: with a host whose futures are ready, [`run_ready`] drives a step by
+//! polling it once.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use harel_model::{ActionRef, Event, Node, Object};
+use serde_json::Value;
+
+mod core;
+pub mod expr;
+pub mod guard;
+pub mod resolve;
+
+pub use crate::core::{error_event, process, start, timeout_event, ttl_delay, TTL_PATH};
+pub use expr::ExpressionError;
+pub use resolve::{has_cancel_handler, has_error_handler, is_active, is_valid_reposition_target};
+
+/// Which hook of a node an action runs as (harel's `Hook`), or a transition's selector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    Enter,
+    Exit,
+    Activity,
+    Selector,
+}
+
+impl CallKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Enter => "on_enter",
+            CallKind::Exit => "on_exit",
+            CallKind::Activity => "on_activity",
+            CallKind::Selector => "selector",
+        }
+    }
+}
+
+/// One blocking call the engine asks its host to make. The action may read and write the
+/// execution's context while it runs (harel passes the live dict to actions).
+pub struct ActionCall<'a> {
+    /// The node whose hook runs (for a selector: the active state).
+    pub node: &'a Node,
+    pub kind: CallKind,
+    pub action: &'a ActionRef,
+    /// The triggering event (None on start and automatic transitions, as in harel).
+    pub event: Option<&'a Event>,
+    pub context: &'a mut Object,
+}
+
+/// A failed action: its error's type name (harel's `type(exc).__name__`, what an `error`
+/// event's `type` and a FAILED execution's `error` carry) and message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kind}: {message}")]
+pub struct ActionError {
+    pub kind: String,
+    pub message: String,
+}
+
+impl ActionError {
+    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
+        ActionError {
+            kind: kind.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// What the engine needs from the outside world.
+pub trait Host {
+    /// Run an action (or a selector) and answer with its result.
+    fn call<'a>(
+        &'a mut self,
+        call: ActionCall<'a>,
+    ) -> impl Future<Output = Result<Value, ActionError>> + Send + 'a;
+
+    /// The driver's clock (epoch seconds), read when a timer is armed.
+    fn now(&mut self) -> f64;
+}
+
+/// A durable-timer mutation of a step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TimerOp {
+    Schedule { path: String, fire_at: f64 },
+    Cancel { path: String },
+}
+
+/// One region (child execution) of an orthogonal fork.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChildSpec {
+    pub child_id: String,
+    pub root_path: String,
+    pub context: Object,
+}
+
+/// The deferred effects of one step, in the order the engine produced them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepEffects {
+    /// `(target execution id, event)`.
+    pub emits: Vec<(Option<String>, Event)>,
+    pub timers: Vec<TimerOp>,
+    pub spawns: Vec<ChildSpec>,
+    /// The context values `set` assignments wrote (the trace's `assigned`).
+    pub assigned: Object,
+}
+
+/// Why a step stopped. The execution is left exactly as harel leaves it at the raise.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    /// An action (or selector) failed: the driver routes it to `on error` or its policy.
+    #[error("{} of {action} failed: {error}", .kind.as_str())]
+    Action {
+        error: ActionError,
+        kind: CallKind,
+        action: String,
+    },
+    /// A `set` expression could not be evaluated (raised before leaving any state).
+    #[error(transparent)]
+    Expression(#[from] ExpressionError),
+    /// One of harel's assertions failed (e.g. a selector result matching no branch and no
+    /// `else`): a model bug; harel raises it to the caller and commits nothing.
+    #[error("AssertionError: {0}")]
+    Assertion(String),
+    /// A feature this engine does not run yet (submachine `invoke`).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// An execution that does not fit its definition (a path that isn't there, ...), or a
+    /// value harel would fail to convert (a non-numeric `timeout context` key).
+    #[error("{0}")]
+    Corrupt(String),
+}
+
+/// Drive a step whose host answers synchronously (ready futures): poll it once.
+pub fn run_ready<F: Future>(fut: F) -> Option<F::Output> {
+    let mut fut = pin!(fut);
+    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => Some(v),
+        Poll::Pending => None,
+    }
+}

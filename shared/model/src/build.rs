@@ -323,8 +323,11 @@ fn parse_predicate(
                 });
             }
             "not" => {
-                let child = parse_predicate(as_object(val, "a predicate", pos)?, pos)?;
-                nodes.push(Predicate::Not(child.into_iter().collect()));
+                // harel builds `not` with no child here and then fails evaluating it
+                // (IndexError) on every event; refusing it up front loses nothing
+                let child = parse_predicate(as_object(val, "a predicate", pos)?, pos)?
+                    .ok_or_else(|| BuildError::new("`not` needs a predicate", pos))?;
+                nodes.push(Predicate::Not(vec![child]));
             }
             "__ref__" => {
                 let r = as_object(val, "a reference leaf", pos)?;

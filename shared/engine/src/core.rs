@@ -1,0 +1,775 @@
+//! The step rules (harel `engine/core.py`): entering and leaving states, draining automatic
+//! transitions, orthogonal forks and joins, timers, `ttl`, and the control events.
+
+use harel_model::pyrepr::{py_float_repr, py_repr, py_str, py_type_name};
+use harel_model::schema::with_defaults;
+use harel_model::{
+    Assign, ChildState, Definition, Event, Execution, NodeId, NodeKind, Object, Status, Timeout,
+    Transition,
+};
+use serde_json::Value;
+
+use crate::expr::evaluate;
+use crate::guard::Scopes;
+use crate::resolve::{
+    active_node, any_pred, auto_pred, choice_branch, choice_index, event_pred, is_active,
+    is_deferred, is_valid_reposition_target, node_at, resolve, resolve_at, safe_teardown, Found,
+};
+use crate::{ActionCall, CallKind, ChildSpec, EngineError, Host, StepEffects, TimerOp};
+
+/// The timer path of a machine's `ttl` (never a node path: node names are identifiers).
+pub const TTL_PATH: &str = "@ttl";
+
+/// The `Timeout` a due timer delivers. Its id is stable (timer key + fire time, formatted as
+/// Python's `repr(float)`), so a timer swept twice dedupes to one effect.
+pub fn timeout_event(execution_id: &str, path: &str, fire_at: f64) -> Event {
+    let mut data = Object::new();
+    data.insert("path".into(), Value::String(path.to_string()));
+    data.insert(
+        "fire_at".into(),
+        serde_json::Number::from_f64(fire_at).map_or(Value::Null, Value::Number),
+    );
+    Event::new("Timeout")
+        .with_id(format!(
+            "timeout:{execution_id}:{path}:{}",
+            py_float_repr(fire_at)
+        ))
+        .with_data(data)
+}
+
+/// The `error` event a driver injects when an action (or expression) fails.
+pub fn error_event(kind: &str, message: &str) -> Event {
+    let mut data = Object::new();
+    data.insert("type".into(), Value::String(kind.to_string()));
+    data.insert("message".into(), Value::String(message.to_string()));
+    Event::new("error").with_data(data)
+}
+
+/// The `ttl` budget to (re)arm for `exe`: only a RUNNING root execution of a machine that
+/// declares one.
+pub fn ttl_delay(defn: &Definition, exe: &Execution) -> Option<f64> {
+    match defn.ttl {
+        Some(ttl) if exe.parent_id.is_none() && exe.status == Status::Running => Some(ttl as f64),
+        _ => None,
+    }
+}
+
+/// Start a PENDING execution: enter its initial configuration and drain.
+pub async fn start<H: Host>(
+    defn: &Definition,
+    exe: &mut Execution,
+    host: &mut H,
+) -> Result<StepEffects, EngineError> {
+    let mut run = Run {
+        defn,
+        host,
+        fx: StepEffects::default(),
+    };
+    run.start(exe).await?;
+    Ok(run.fx)
+}
+
+/// Process one event (domain or control) for `exe`.
+pub async fn process<H: Host>(
+    defn: &Definition,
+    exe: &mut Execution,
+    event: &Event,
+    host: &mut H,
+) -> Result<StepEffects, EngineError> {
+    let mut run = Run {
+        defn,
+        host,
+        fx: StepEffects::default(),
+    };
+    run.process(exe, event).await?;
+    Ok(run.fx)
+}
+
+static EMPTY: std::sync::OnceLock<Object> = std::sync::OnceLock::new();
+
+fn empty() -> &'static Object {
+    EMPTY.get_or_init(Object::new)
+}
+
+fn data_of(event: Option<&Event>) -> &Object {
+    event.map_or(empty(), |e| &e.data)
+}
+
+/// A transition's assignments: its own `set`, then (for a `choose`) the taken branch's.
+fn effect<'d>(
+    t: &'d Transition,
+    event: Option<&Event>,
+    context: &Object,
+) -> (&'d [Assign], &'d [Assign]) {
+    let Some(choice) = &t.choice else {
+        return (&t.assignments, &[]);
+    };
+    let branch = match choice_index(t, data_of(event), context) {
+        None => &choice.default_assignments[..],
+        Some(i) => choice.branch_assignments.get(i).map_or(&[][..], |v| &v[..]),
+    };
+    (&t.assignments, branch)
+}
+
+fn joined(exe: &Execution) -> bool {
+    exe.children.values().all(|c| c.finished)
+}
+
+/// A region finished with a declared non-success verdict (`cancel_on_failure`'s trigger).
+fn any_region_failed(exe: &Execution) -> bool {
+    exe.children
+        .values()
+        .any(|c| c.finished && c.outcome.as_deref().is_some_and(|o| o != "success"))
+}
+
+fn region_key<'a>(exe_id: &str, child_id: &'a str) -> &'a str {
+    child_id
+        .strip_prefix(exe_id)
+        .and_then(|rest| rest.strip_prefix(':'))
+        .unwrap_or(child_id)
+}
+
+/// At a join, surface each region's outcome and carried context, only when some region
+/// reported something.
+fn expose_region_results(exe: &mut Execution) {
+    let mut results = Object::new();
+    let mut reported = false;
+    for (cid, cs) in &exe.children {
+        let key = if cs.key.is_empty() {
+            region_key(&exe.id, cid)
+        } else {
+            &cs.key
+        };
+        let mut r = Object::new();
+        r.insert(
+            "outcome".into(),
+            cs.outcome.clone().map_or(Value::Null, Value::String),
+        );
+        for (k, v) in &cs.result {
+            r.insert(k.clone(), v.clone());
+        }
+        reported |= cs.outcome.is_some() || r.len() > 1;
+        results.insert(key.to_string(), Value::Object(r));
+    }
+    if reported {
+        exe.context
+            .insert("region_results".into(), Value::Object(results));
+    }
+}
+
+/// `float(context.get(key, 0.0))` with Python's refusals.
+fn context_delay(context: &Object, key: &str) -> Result<f64, EngineError> {
+    match context.get(key) {
+        None => Ok(0.0),
+        Some(Value::Number(n)) => Ok(n.as_f64().unwrap_or(0.0)),
+        Some(Value::Bool(b)) => Ok(f64::from(u8::from(*b))),
+        Some(Value::String(s)) => s.trim().parse::<f64>().map_err(|_| {
+            EngineError::Corrupt(format!(
+                "ValueError: could not convert string to float: {}",
+                py_repr(&Value::String(s.clone()))
+            ))
+        }),
+        Some(other) => Err(EngineError::Corrupt(format!(
+            "TypeError: float() argument must be a string or a real number, not '{}'",
+            py_type_name(other)
+        ))),
+    }
+}
+
+struct Run<'d, 'h, H> {
+    defn: &'d Definition,
+    host: &'h mut H,
+    fx: StepEffects,
+}
+
+impl<H: Host> Run<'_, '_, H> {
+    /// Run `node`'s own hook, if any; a node with a `timeout` arms it on enter and disarms
+    /// it on exit.
+    async fn run_hook(
+        &mut self,
+        exe: &mut Execution,
+        id: NodeId,
+        kind: CallKind,
+        event: Option<&Event>,
+    ) -> Result<(), EngineError> {
+        let node = self.defn.node(id);
+        let action = match kind {
+            CallKind::Enter => node.on_enter.as_ref(),
+            CallKind::Exit => node.on_exit.as_ref(),
+            CallKind::Activity => node.on_activity.as_ref(),
+            CallKind::Selector => None,
+        };
+        if let Some(action) = action {
+            let call = ActionCall {
+                node,
+                kind,
+                action,
+                event,
+                context: &mut exe.context,
+            };
+            self.host
+                .call(call)
+                .await
+                .map_err(|error| EngineError::Action {
+                    error,
+                    kind,
+                    action: action.function.clone(),
+                })?;
+        }
+        if let Some(timeout) = &node.timeout {
+            match kind {
+                CallKind::Enter => {
+                    // a `timeout context key` reads the delay now, after this state's own
+                    // on_enter may have computed it
+                    let delay = match timeout {
+                        Timeout::Seconds(s) => *s,
+                        Timeout::Context(key) => context_delay(&exe.context, key)?,
+                    };
+                    let fire_at = self.host.now() + delay;
+                    self.fx.timers.push(TimerOp::Schedule {
+                        path: node.full_path.clone(),
+                        fire_at,
+                    });
+                }
+                CallKind::Exit => self.fx.timers.push(TimerOp::Cancel {
+                    path: node.full_path.clone(),
+                }),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Enter an orthogonal node: one child execution per region, each with only what the
+    /// node passes down (`with`), copied now.
+    fn fork(&mut self, exe: &mut Execution, id: NodeId) {
+        let node = self.defn.node(id);
+        let seq = exe.invoke_seq.get(&node.full_path).copied().unwrap_or(0);
+        exe.children.clear();
+        for &child in &node.children {
+            let c = self.defn.node(child);
+            let cid = format!("{}:{}:{}", exe.id, c.full_path, seq);
+            let passed: Object = node
+                .invoke_with
+                .iter()
+                .filter_map(|(ck, pk)| exe.context.get(pk).map(|v| (ck.clone(), v.clone())))
+                .collect();
+            self.fx.spawns.push(ChildSpec {
+                child_id: cid.clone(),
+                root_path: c.full_path.clone(),
+                context: passed,
+            });
+            exe.children.insert(
+                cid,
+                ChildState {
+                    root_path: c.full_path.clone(),
+                    key: c.full_path.clone(),
+                    ..ChildState::default()
+                },
+            );
+        }
+    }
+
+    /// Leaving a spawn site: bump its entry seq (a re-entry spawns fresh child ids) and
+    /// cancel every region it spawned that is still running.
+    fn leave_regions(&mut self, exe: &mut Execution, id: NodeId) {
+        let path = &self.defn.node(id).full_path;
+        *exe.invoke_seq.entry(path.clone()).or_insert(0) += 1;
+        let owned = format!("{}:{}", exe.id, path);
+        for (cid, cs) in &exe.children {
+            let mine = cid
+                .strip_prefix(owned.as_str())
+                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with(':'));
+            if !cs.finished && mine {
+                self.fx
+                    .emits
+                    .push((Some(cid.clone()), Event::new("Cancel")));
+            }
+        }
+    }
+
+    fn is_spawn_site(&self, id: NodeId) -> bool {
+        let n = self.defn.node(id);
+        n.kind == NodeKind::Orthogonal || n.invoke.is_some() || n.invoke_each.is_some()
+    }
+
+    /// Enter a composite's start (or history) child, down to a leaf.
+    async fn descend(
+        &mut self,
+        exe: &mut Execution,
+        mut id: NodeId,
+        event: Option<&Event>,
+    ) -> Result<(), EngineError> {
+        let defn = self.defn;
+        loop {
+            let node = defn.node(id);
+            if !node.is_composite() {
+                return Ok(());
+            }
+            if node.kind == NodeKind::Orthogonal {
+                self.fork(exe, id);
+                return Ok(());
+            }
+            if !node.allow_history {
+                exe.history.shift_remove(&node.full_path);
+            }
+            let child = match exe.history.get(&node.full_path) {
+                Some(path) => Some(node_at(defn, path)?),
+                None => node
+                    .start_state
+                    .as_deref()
+                    .and_then(|name| defn.child(id, name)),
+            };
+            let Some(child) = child else {
+                return Ok(());
+            };
+            let child_path = &defn.node(child).full_path;
+            // positioned on `child` before its enter runs: a failing hook must see it active
+            exe.active_path = Some(child_path.clone());
+            self.run_hook(exe, child, CallKind::Enter, event).await?;
+            exe.history
+                .insert(node.full_path.clone(), child_path.clone());
+            id = child;
+        }
+    }
+
+    /// The node a found transition goes to: a selector's pick, a `choose` branch, or its
+    /// target.
+    async fn target_of(
+        &mut self,
+        exe: &mut Execution,
+        found: Found,
+        event: Option<&Event>,
+    ) -> Result<NodeId, EngineError> {
+        let defn = self.defn;
+        let t = found.transition(defn);
+        if let Some(sel) = &t.selector {
+            let active = active_node(defn, exe)?;
+            let call = ActionCall {
+                node: defn.node(active),
+                kind: CallKind::Selector,
+                action: &sel.action,
+                event,
+                context: &mut exe.context,
+            };
+            let value = self
+                .host
+                .call(call)
+                .await
+                .map_err(|error| EngineError::Action {
+                    error,
+                    kind: CallKind::Selector,
+                    action: sel.action.function.clone(),
+                })?;
+            let name = sel
+                .mapper
+                .get(&py_str(&value))
+                .or(sel.default.as_ref())
+                .ok_or_else(|| {
+                    EngineError::Assertion(format!(
+                        "selector result {} matched no branch and no `else`",
+                        py_repr(&value)
+                    ))
+                })?;
+            return defn.resolve_relative(found.scope, name).ok_or_else(|| {
+                EngineError::Assertion(format!(
+                    "selector target {} does not resolve from scope {}",
+                    py_repr(&Value::String(name.clone())),
+                    py_repr(&Value::String(defn.node(found.scope).full_path.clone()))
+                ))
+            });
+        }
+        if t.choice.is_some() {
+            // matching already required a branch (or a default) to hold
+            return choice_branch(t, data_of(event), &exe.context).ok_or_else(|| {
+                EngineError::Assertion("a `choose` matched with no branch to take".into())
+            });
+        }
+        t.target
+            .ok_or_else(|| EngineError::Assertion("a transition with no target".into()))
+    }
+
+    /// Take a transition with UML LCA semantics; its `set` values are evaluated first
+    /// (failing before any state is left) and applied between the exits and the enters.
+    async fn take(
+        &mut self,
+        exe: &mut Execution,
+        target: NodeId,
+        event: Option<&Event>,
+        (own, branch): (&[Assign], &[Assign]),
+    ) -> Result<(), EngineError> {
+        let defn = self.defn;
+        let values = if own.is_empty() && branch.is_empty() {
+            None
+        } else {
+            let scopes = Scopes {
+                event: data_of(event),
+                context: &exe.context,
+            };
+            Some(evaluate(defn, own.iter().chain(branch), scopes)?)
+        };
+        let source = active_node(defn, exe)?;
+        let pivot = defn.lca(source, target);
+        let exits = defn
+            .chain(pivot, source)
+            .ok_or_else(|| EngineError::Corrupt("the pivot is not above the source".into()))?;
+        for &id in exits[1..].iter().rev() {
+            let node = defn.node(id);
+            exe.active_path = Some(node.full_path.clone());
+            self.run_hook(exe, id, CallKind::Exit, event).await?;
+            if let Some(parent) = node.parent {
+                exe.history
+                    .insert(defn.node(parent).full_path.clone(), node.full_path.clone());
+            }
+            if node.kind == NodeKind::Orthogonal || node.invoke_each.is_some() {
+                self.leave_regions(exe, id);
+            }
+        }
+        exe.active_path = Some(defn.node(pivot).full_path.clone());
+        if let Some(values) = values.filter(|v| !v.is_empty()) {
+            for (k, v) in &values {
+                exe.context.insert(k.clone(), v.clone());
+                self.fx.assigned.insert(k.clone(), v.clone());
+            }
+        }
+        let enters = defn
+            .chain(pivot, target)
+            .ok_or_else(|| EngineError::Corrupt("the pivot is not above the target".into()))?;
+        for &id in &enters[1..] {
+            let node = defn.node(id);
+            exe.active_path = Some(node.full_path.clone());
+            self.run_hook(exe, id, CallKind::Enter, event).await?;
+            if let Some(parent) = node.parent {
+                exe.history
+                    .insert(defn.node(parent).full_path.clone(), node.full_path.clone());
+            }
+        }
+        self.descend(exe, target, event).await
+    }
+
+    /// Resolve `found`'s destination and take it.
+    async fn fire(
+        &mut self,
+        exe: &mut Execution,
+        found: Found,
+        event: Option<&Event>,
+    ) -> Result<(), EngineError> {
+        let target = self.target_of(exe, found, event).await?;
+        let assigns = effect(found.transition(self.defn), event, &exe.context);
+        self.take(exe, target, event, assigns).await
+    }
+
+    /// Follow automatic transitions; re-deliver deferred events; bubble sinks up; finish.
+    async fn drain(&mut self, exe: &mut Execution) -> Result<(), EngineError> {
+        let defn = self.defn;
+        let root = node_at(defn, &exe.root_path)?;
+        loop {
+            let active = active_node(defn, exe)?;
+            let node = defn.node(active);
+            if node.invoke.is_some() {
+                return Err(EngineError::Unsupported(format!(
+                    "submachine `invoke` at {:?}",
+                    node.full_path
+                )));
+            }
+            if node.kind == NodeKind::Orthogonal {
+                // wait for every region, unless `cancel_on_failure` and a region failed
+                if !joined(exe) && !(node.cancel_on_failure && any_region_failed(exe)) {
+                    return Ok(());
+                }
+                expose_region_results(exe);
+            }
+
+            let auto = resolve(defn, exe, &auto_pred(&exe.context), false)?;
+            if let Some(found) = auto {
+                self.fire(exe, found, None).await?;
+                continue;
+            }
+
+            if resolve(defn, exe, &any_pred, false)?.is_some() {
+                if let Some((ev, found)) = next_deferred(defn, exe)? {
+                    self.fire(exe, found, Some(&ev)).await?;
+                    continue;
+                }
+                return Ok(()); // waiting for an event
+            }
+
+            // a sink at its own scope: the innermost terminal with an outcome sets it
+            if node.outcome.is_some() && exe.outcome.is_none() {
+                exe.outcome = node.outcome.clone();
+            }
+            self.run_hook(exe, active, CallKind::Exit, None).await?;
+            if let Some(parent) = node.parent.filter(|p| *p != root) {
+                let ppath = &defn.node(parent).full_path;
+                exe.history.shift_remove(ppath);
+                exe.active_path = Some(ppath.clone());
+                continue;
+            }
+            // a region runs its root's own exit as it ends (symmetric with start)
+            if exe.parent_id.is_some() {
+                self.run_hook(exe, root, CallKind::Exit, None).await?;
+            }
+            if exe.status == Status::Running {
+                exe.status = Status::Done;
+                if let Some(parent_id) = exe.parent_id.clone() {
+                    let mut data = Object::new();
+                    data.insert(
+                        "child_id".into(),
+                        exe.child_id.clone().map_or(Value::Null, Value::String),
+                    );
+                    data.insert(
+                        "outcome".into(),
+                        exe.outcome.clone().map_or(Value::Null, Value::String),
+                    );
+                    for k in &defn.node(root).carry {
+                        if let Some(v) = exe.context.get(k) {
+                            data.insert(k.clone(), v.clone());
+                        }
+                    }
+                    if !exe.deferred.is_empty() {
+                        let held = exe
+                            .deferred
+                            .drain(..)
+                            .map(|e| serde_json::to_value(e).map_err(|e| EngineError::Corrupt(e.to_string())))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        data.insert("__deferred__".into(), Value::Array(held));
+                    }
+                    self.fx
+                        .emits
+                        .push((Some(parent_id), Event::new("Finished").with_data(data)));
+                }
+            }
+            return Ok(());
+        }
+    }
+
+    async fn start(&mut self, exe: &mut Execution) -> Result<(), EngineError> {
+        let defn = self.defn;
+        exe.status = Status::Running;
+        let root = node_at(defn, &exe.root_path)?;
+        let start_node = defn
+            .node(root)
+            .start_state
+            .as_deref()
+            .and_then(|name| defn.child(root, name))
+            .ok_or_else(|| {
+                EngineError::Assertion(format!(
+                    "{:?} has no initial state to start in",
+                    defn.node(root).full_path
+                ))
+            })?;
+        // a region runs its root's own enter first (a machine root has no hooks)
+        if exe.parent_id.is_some() {
+            self.run_hook(exe, root, CallKind::Enter, None).await?;
+        }
+        exe.active_path = Some(defn.node(start_node).full_path.clone());
+        self.run_hook(exe, start_node, CallKind::Enter, None)
+            .await?;
+        self.descend(exe, start_node, None).await?;
+        self.drain(exe).await?;
+        self.arm_ttl(exe);
+        Ok(())
+    }
+
+    /// (Re)arm the inactivity budget; `expires_at` records the deadline so an earlier
+    /// arming's `Timeout` is recognised as stale.
+    fn arm_ttl(&mut self, exe: &mut Execution) {
+        if let Some(delay) = ttl_delay(self.defn, exe) {
+            let fire_at = self.host.now() + delay;
+            self.fx.timers.push(TimerOp::Schedule {
+                path: TTL_PATH.to_string(),
+                fire_at,
+            });
+            exe.expires_at = Some(fire_at);
+        }
+    }
+
+    /// The `ttl` ran out: the model owns the reaction if it handles `Expired` straight into
+    /// a terminal; otherwise CANCELLED with outcome `expired`.
+    async fn expire(&mut self, exe: &mut Execution, event: &Event) -> Result<(), EngineError> {
+        let fire_at = match event.data.get("fire_at") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => n.as_f64(),
+            Some(_) => Some(f64::NAN), // equal to nothing
+        };
+        if exe.status != Status::Running || fire_at != exe.expires_at {
+            return Ok(());
+        }
+        exe.processed_events += 1;
+        let expired = Event::new("Expired");
+        if let Some(found) = safe_teardown(self.defn, exe, &expired)? {
+            self.fire(exe, found, Some(&expired)).await?;
+            return self.drain(exe).await;
+        }
+        if let Some(site) = exe.active_path.as_deref().and_then(|p| self.defn.get(p)) {
+            if self.is_spawn_site(site) {
+                self.leave_regions(exe, site);
+            }
+        }
+        exe.status = Status::Cancelled;
+        exe.outcome = Some("expired".into());
+        Ok(())
+    }
+
+    async fn set_state(&mut self, exe: &mut Execution, path: &str) -> Result<(), EngineError> {
+        if !is_valid_reposition_target(self.defn, exe, path)
+            || !joined(exe)
+            || exe.status != Status::Running
+        {
+            return Ok(());
+        }
+        exe.deferred.clear();
+        exe.active_path = Some(path.to_string());
+        self.drain(exe).await
+    }
+
+    async fn process(&mut self, exe: &mut Execution, event: &Event) -> Result<(), EngineError> {
+        let defn = self.defn;
+        match event.kind.as_str() {
+            "Reset" => {
+                if exe.status == Status::Cancelling {
+                    return Ok(());
+                }
+                if let Some(site) = exe.active_path.as_deref().and_then(|p| defn.get(p)) {
+                    if self.is_spawn_site(site) {
+                        self.leave_regions(exe, site);
+                    }
+                }
+                exe.children.clear();
+                exe.context.clear();
+                if exe.parent_id.is_none() || exe.definition_fqn.is_some() {
+                    // a root starts over as created: its context defaults come back
+                    exe.context = with_defaults(&defn.context_schema, &Object::new());
+                }
+                exe.history.clear();
+                exe.deferred.clear();
+                exe.active_path = None;
+                exe.outcome = None;
+                exe.error = None;
+                exe.status = Status::Pending;
+                self.start(exe).await
+            }
+            "Cancel" => {
+                if matches!(exe.status, Status::Done | Status::Cancelled) {
+                    return Ok(());
+                }
+                let live = matches!(exe.status, Status::Running | Status::Cancelling)
+                    && exe.active_path.is_some();
+                let found = if live {
+                    resolve(defn, exe, &event_pred(event, &exe.context), true)?
+                } else {
+                    None
+                };
+                let Some(found) = found else {
+                    // forceful: no hooks run
+                    exe.status = Status::Cancelled;
+                    return Ok(());
+                };
+                exe.status = Status::Running;
+                self.fire(exe, found, Some(event)).await?;
+                self.drain(exe).await?;
+                exe.processed_events += 1;
+                Ok(())
+            }
+            "Start" => {
+                if exe.status == Status::Pending {
+                    for (k, v) in &event.data {
+                        exe.context.insert(k.clone(), v.clone());
+                    }
+                    self.start(exe).await?;
+                }
+                Ok(())
+            }
+            "SetState" => match event.data.get("current_state") {
+                Some(Value::String(path)) => self.set_state(exe, path).await,
+                _ => Ok(()),
+            },
+            "Finished" => {
+                let cid = event.data.get("child_id").and_then(Value::as_str);
+                if let Some(cs) = cid.and_then(|c| exe.children.get_mut(c)) {
+                    cs.finished = true;
+                    cs.outcome = event
+                        .data
+                        .get("outcome")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    cs.result = event
+                        .data
+                        .iter()
+                        .filter(|(k, _)| !matches!(k.as_str(), "child_id" | "outcome" | "__deferred__"))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                }
+                if let Some(Value::Array(held)) = event.data.get("__deferred__") {
+                    for raw in held {
+                        let ev: Event = serde_json::from_value(raw.clone()).map_err(|e| {
+                            EngineError::Corrupt(format!("a deferred event in `Finished`: {e}"))
+                        })?;
+                        exe.deferred.push(ev);
+                    }
+                }
+                // an orthogonal region's join: re-drain (the gate opens once all finished)
+                if exe.status == Status::Running {
+                    self.drain(exe).await?;
+                }
+                Ok(())
+            }
+            "Timeout" => {
+                let path = event.data.get("path").and_then(Value::as_str);
+                if path == Some(TTL_PATH) {
+                    return self.expire(exe, event).await;
+                }
+                let Some(path) = path else {
+                    return Ok(());
+                };
+                if exe.status != Status::Running || !is_active(defn, exe, path) {
+                    return Ok(()); // stale: the state was left (or left and re-entered)
+                }
+                // the timed-out state's own transition, bubbling up, not the innermost one
+                let found = resolve_at(defn, path, &event_pred(event, &exe.context));
+                if let Some(found) = found {
+                    self.fire(exe, found, Some(event)).await?;
+                    self.drain(exe).await?;
+                    exe.processed_events += 1;
+                }
+                Ok(())
+            }
+            _ => {
+                if exe.status != Status::Running {
+                    return Ok(());
+                }
+                let found = resolve(defn, exe, &event_pred(event, &exe.context), true)?;
+                match found {
+                    Some(found) => self.fire(exe, found, Some(event)).await?,
+                    None => {
+                        let active = active_node(defn, exe)?;
+                        if is_deferred(defn, exe, &event.kind) {
+                            exe.deferred.push(event.clone());
+                        } else {
+                            self.run_hook(exe, active, CallKind::Activity, Some(event))
+                                .await?;
+                        }
+                    }
+                }
+                self.drain(exe).await?;
+                exe.processed_events += 1;
+                self.arm_ttl(exe);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Pop the first deferred event (FIFO) the current configuration handles.
+fn next_deferred(
+    defn: &Definition,
+    exe: &mut Execution,
+) -> Result<Option<(Event, Found)>, EngineError> {
+    for i in 0..exe.deferred.len() {
+        let found = resolve(defn, exe, &event_pred(&exe.deferred[i], &exe.context), true)?;
+        if let Some(found) = found {
+            return Ok(Some((exe.deferred.remove(i), found)));
+        }
+    }
+    Ok(None)
+}
