@@ -1,0 +1,90 @@
+//! An idempotency record, as Powertools' `DataRecord`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+pub const INPROGRESS: &str = "INPROGRESS";
+pub const COMPLETED: &str = "COMPLETED";
+
+/// A record's state; `Expired` is never stored, it is what a record past its expiry reads as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    InProgress,
+    Completed,
+    Expired,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid idempotency record status {0:?}")]
+pub struct InvalidStatus(pub String);
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataRecord {
+    /// The hashed key. Read back from a table with a composite key, it is still the hashed key
+    /// (the sort key), where Python puts the static partition value.
+    pub idempotency_key: String,
+    /// The sort key's value, on tables with a composite key.
+    pub sort_key: Option<String>,
+    /// The stored status text (`INPROGRESS` or `COMPLETED`).
+    pub raw_status: String,
+    /// Epoch seconds.
+    pub expiry_timestamp: Option<i64>,
+    /// Epoch milliseconds.
+    pub in_progress_expiry_timestamp: Option<i64>,
+    /// The result as JSON text; empty while in progress.
+    pub response_data: String,
+    /// The payload validation hash; empty when validation is off.
+    pub payload_hash: String,
+}
+
+impl DataRecord {
+    pub fn new(idempotency_key: impl Into<String>, raw_status: &str) -> Self {
+        Self {
+            idempotency_key: idempotency_key.into(),
+            sort_key: None,
+            raw_status: raw_status.to_owned(),
+            expiry_timestamp: None,
+            in_progress_expiry_timestamp: None,
+            response_data: String::new(),
+            payload_hash: String::new(),
+        }
+    }
+
+    /// Python: `bool(expiry and int(now) > expiry)`, so an expiry of 0 never expires.
+    pub fn is_expired(&self) -> bool {
+        matches!(self.expiry_timestamp, Some(e) if e != 0 && now_seconds() > e)
+    }
+
+    pub fn status(&self) -> Result<Status, InvalidStatus> {
+        if self.is_expired() {
+            return Ok(Status::Expired);
+        }
+        match self.raw_status.as_str() {
+            INPROGRESS => Ok(Status::InProgress),
+            COMPLETED => Ok(Status::Completed),
+            // Python accepts the literal "EXPIRED" too, as it is one of its status constants
+            "EXPIRED" => Ok(Status::Expired),
+            other => Err(InvalidStatus(other.to_owned())),
+        }
+    }
+
+    /// Python's `response_json_as_dict`: the stored JSON, or None when there is none.
+    pub fn response_json(&self) -> Result<Option<Value>, serde_json::Error> {
+        if self.response_data.is_empty() {
+            return Ok(None);
+        }
+        serde_json::from_str(&self.response_data).map(Some)
+    }
+}
+
+pub fn now_seconds() -> i64 {
+    now_millis() / 1000
+}
+
+pub fn now_millis() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("the clock is after 1970");
+    i64::try_from(since.as_millis()).expect("epoch milliseconds fit in i64")
+}
