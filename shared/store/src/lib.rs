@@ -10,6 +10,8 @@ use std::future::Future;
 
 use harel_model::{Event, Execution, ExecutionPage, Object, Status};
 
+#[cfg(feature = "contract")]
+pub mod contract;
 pub mod memory;
 pub use memory::MemoryStore;
 
@@ -134,7 +136,10 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 /// harel's store protocol. Every method is one logical operation; `commit` is atomic.
 pub trait ExecutionStore: Send + Sync {
-    fn load(&self, execution_id: &str) -> impl Future<Output = StoreResult<Option<Execution>>> + Send;
+    fn load(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = StoreResult<Option<Execution>>> + Send;
 
     /// The execution and whether it already processed `event_id`, in one round trip where the
     /// backend allows (the worker's hot path).
@@ -191,7 +196,10 @@ pub trait ExecutionStore: Send + Sync {
     ) -> impl Future<Output = StoreResult<()>> + Send;
 
     /// The trace steps, oldest first, each with its `index`.
-    fn read_trace(&self, execution_id: &str) -> impl Future<Output = StoreResult<Vec<Object>>> + Send;
+    fn read_trace(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = StoreResult<Vec<Object>>> + Send;
 
     /// Append one step outside a commit (the step's `index` is used when present).
     fn append_trace(
@@ -201,7 +209,10 @@ pub trait ExecutionStore: Send + Sync {
     ) -> impl Future<Output = StoreResult<()>> + Send;
 
     /// Ids of every stored execution whose id starts with `prefix` (a tree's descendants).
-    fn ids_with_prefix(&self, prefix: &str) -> impl Future<Output = StoreResult<Vec<String>>> + Send;
+    fn ids_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> impl Future<Output = StoreResult<Vec<String>>> + Send;
 
     /// Delete the execution and everything keyed by it iff it is still at `expected_version`.
     fn purge(

@@ -82,12 +82,20 @@ fn encode_offset(offset: usize) -> String {
     base64::engine::general_purpose::URL_SAFE.encode(offset.to_string())
 }
 
-fn decode_offset(cursor: Option<&str>) -> usize {
-    cursor
-        .and_then(|c| base64::engine::general_purpose::URL_SAFE.decode(c).ok())
+/// harel's DictStore reads a garbage cursor as 0 (its sync DynamoDBStore raises): a cursor
+/// that is not ours is refused here, so a caller's mistake never restarts a listing silently.
+fn decode_offset(cursor: Option<&str>) -> StoreResult<usize> {
+    let Some(c) = cursor else { return Ok(0) };
+    base64::engine::general_purpose::URL_SAFE
+        .decode(c)
+        .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+        .ok_or_else(|| {
+            StoreError::Other(format!(
+                "invalid list cursor {c:?}: pass the next_cursor of a previous page"
+            ))
+        })
 }
 
 /// The client-side listing filter shared by backends that can't filter inside the JSON.
@@ -195,14 +203,15 @@ impl ExecutionStore for MemoryStore {
 
     async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
         let inner = self.lock();
-        let off = decode_offset(query.cursor.as_deref());
+        let off = decode_offset(query.cursor.as_deref())?;
         let all: Vec<ExecutionSummary> = inner
             .executions
             .values()
             .map(ExecutionSummary::of)
             .filter(|s| matches(s, query))
             .collect();
-        let items: Vec<ExecutionSummary> = all.iter().skip(off).take(query.limit).cloned().collect();
+        let items: Vec<ExecutionSummary> =
+            all.iter().skip(off).take(query.limit).cloned().collect();
         let next_cursor = (all.len() > off + query.limit).then(|| encode_offset(off + query.limit));
         Ok(ExecutionPage { items, next_cursor })
     }

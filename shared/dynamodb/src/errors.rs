@@ -1,0 +1,62 @@
+//! How an SDK failure becomes a `StoreError`: throttling, transient faults and transaction
+//! conflicts are retryable; everything else is reported as it is. A CAS miss is never decided
+//! here (that is `commit`'s job, from the cancellation reasons).
+
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use harel_store::StoreError;
+
+use crate::codec::CodecError;
+
+/// Error codes DynamoDB documents as transient: retry with backoff.
+pub const RETRYABLE_CODES: [&str; 9] = [
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "InternalServerError",
+    "ServiceUnavailable",
+    "TransactionConflictException",
+    "TransactionInProgressException",
+    "LimitExceededException",
+    "ReplicatedWriteConflictException",
+];
+
+/// Cancellation reason codes of a `TransactionCanceledException` that are transient.
+pub const RETRYABLE_REASONS: [&str; 4] = [
+    "TransactionConflict",
+    "ThrottlingError",
+    "ProvisionedThroughputExceeded",
+    "RequestLimitExceeded",
+];
+
+/// A one-line account of an SDK error: its code and message when the service answered.
+pub fn describe<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+    err: &SdkError<E, R>,
+) -> String {
+    match (err.code(), err.message()) {
+        (Some(code), Some(msg)) => format!("{code}: {msg}"),
+        (Some(code), None) => code.to_string(),
+        _ => format!("{}", aws_sdk_dynamodb::error::DisplayErrorContext(err)),
+    }
+}
+
+/// The `StoreError` for a failed request of `op`.
+pub fn classify<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+    op: &str,
+    err: &SdkError<E, R>,
+) -> StoreError {
+    let text = format!("DynamoDB {op}: {}", describe(err));
+    let transient = match err {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => true,
+        SdkError::ResponseError(_) => true,
+        _ => err.code().is_some_and(|c| RETRYABLE_CODES.contains(&c)),
+    };
+    if transient {
+        StoreError::Retryable(text)
+    } else {
+        StoreError::Other(text)
+    }
+}
+
+pub fn corrupt(table: &str, err: CodecError) -> StoreError {
+    StoreError::Corrupt(format!("{table}: {err}"))
+}

@@ -1,0 +1,825 @@
+//! The behaviour every `ExecutionStore` owes, written once and run against each backend
+//! (`contract_tests!(make)` expands to one test per case). `make(trace_max)` must return a
+//! fresh, empty, isolated store: the relay reads (`pending_*`, `due_timers`) see everything.
+//!
+//! Test support: failures panic with a message naming the broken promise.
+
+use std::collections::HashSet;
+
+use harel_model::{Event, Execution, Object, Status};
+use serde_json::json;
+
+use crate::{Commit, ExecutionStore, ListQuery, Spawn, StoreError, StoreResult, TimerOp};
+
+/// One test per contract case, each on a fresh store from `$make(trace_max).await`.
+#[macro_export]
+macro_rules! contract_tests {
+    ($make:path) => {
+        $crate::contract_tests!(@cases $make;
+            insert_then_load, insert_of_existing_id_conflicts, stale_update_conflicts,
+            commit_writes_every_part, racing_writers_exactly_one_wins, acks_remove_exactly_one,
+            timers_schedule_cancel_and_guarded_delete, load_for_event_reports_the_dedupe_mark,
+            list_filters_and_pages, list_rejects_a_foreign_cursor, trace_ring_keeps_the_last_n,
+            append_trace_uses_the_given_index, ids_with_prefix_finds_a_tree, purge_removes_a_tree_node,
+            save_is_a_bare_commit, floats_round_trip_exactly);
+    };
+    (@cases $make:path; $($case:ident),*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                $crate::contract::$case(|tm| $make(tm)).await;
+            }
+        )*
+    };
+}
+
+fn ok<T>(r: StoreResult<T>, what: &str) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{what}: unexpected store error: {e}"),
+    }
+}
+
+fn exe(id: &str) -> Execution {
+    let mut e = Execution::new("contract-def").with_id(id);
+    e.status = Status::Running;
+    e.active_path = Some("A".into());
+    e.context = obj(json!({"n": 1, "f": 0.5, "s": "é"}));
+    e
+}
+
+fn obj(v: serde_json::Value) -> Object {
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => panic!("not an object"),
+    }
+}
+
+fn unique(tag: &str) -> String {
+    format!("{tag}-{}", uuid::Uuid::new_v4().simple())
+}
+
+fn assert_conflict(r: StoreResult<Vec<u64>>, id: &str, expected: u64, found: Option<u64>) {
+    match r {
+        Err(StoreError::Conflict {
+            execution_id,
+            expected: e,
+            found: f,
+        }) => {
+            assert_eq!(execution_id, id, "conflict names the execution");
+            assert_eq!(
+                (e, f),
+                (expected, found),
+                "conflict expected/found versions"
+            );
+        }
+        other => panic!("expected a Conflict(expected {expected}, found {found:?}), got {other:?}"),
+    }
+}
+
+pub async fn insert_then_load<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("ins");
+    assert!(ok(store.load(&id).await, "load absent").is_none());
+    let mut e = exe(&id);
+    let seqs = ok(store.commit(&mut e, Commit::default()).await, "insert");
+    assert!(seqs.is_empty(), "a commit without emits returns no seqs");
+    assert_eq!(e.version, 1, "insert bumps version 0 -> 1");
+    let loaded = ok(store.load(&id).await, "load").expect("inserted execution loads");
+    assert_eq!(loaded, e, "load returns what was committed");
+    let mut again = loaded;
+    again.context.insert("n".into(), json!(2));
+    ok(store.commit(&mut again, Commit::default()).await, "update");
+    assert_eq!(again.version, 2);
+    assert_eq!(
+        ok(store.load(&id).await, "reload").map(|l| l.version),
+        Some(2)
+    );
+}
+
+pub async fn insert_of_existing_id_conflicts<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("dup");
+    ok(
+        store.commit(&mut exe(&id), Commit::default()).await,
+        "insert",
+    );
+    let mut twin = exe(&id);
+    assert_conflict(
+        store.commit(&mut twin, Commit::default()).await,
+        &id,
+        0,
+        Some(1),
+    );
+    assert_eq!(
+        twin.version, 0,
+        "a failed commit leaves the version as it was"
+    );
+}
+
+pub async fn stale_update_conflicts<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("stale");
+    ok(
+        store.commit(&mut exe(&id), Commit::default()).await,
+        "insert",
+    );
+    let mut a = ok(store.load(&id).await, "load a").expect("present");
+    let mut b = ok(store.load(&id).await, "load b").expect("present");
+    ok(
+        store.commit(&mut a, Commit::default()).await,
+        "first writer",
+    );
+    let r = store
+        .commit(
+            &mut b,
+            Commit {
+                emits: vec![(Some(id.clone()), Event::new("Leak"))],
+                ..Commit::default()
+            },
+        )
+        .await;
+    assert_conflict(r, &id, 1, Some(2));
+    assert_eq!(b.version, 1, "the loser's version is not bumped");
+    assert!(
+        ok(store.pending_outbox().await, "outbox").is_empty(),
+        "a stale write leaks no emit"
+    );
+    // an update of an execution that is not there at all
+    let ghost = unique("ghost");
+    let mut g = exe(&ghost);
+    g.version = 3;
+    assert_conflict(
+        store.commit(&mut g, Commit::default()).await,
+        &ghost,
+        3,
+        None,
+    );
+    assert!(ok(store.load(&ghost).await, "load ghost").is_none());
+}
+
+pub async fn commit_writes_every_part<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("all");
+    let mut e = exe(&id);
+    let first = Event::new("First").with_data(obj(json!({"k": [1, 2.5, "x"]})));
+    let commit = Commit {
+        emits: vec![
+            (Some(id.clone()), first.clone()),
+            (None, Event::new("Untargeted")),
+            (Some("other".into()), Event::new("Third")),
+        ],
+        processed_event_id: Some("ev-1".into()),
+        timers: vec![
+            TimerOp::Schedule {
+                path: "A".into(),
+                fire_at: 100.5,
+            },
+            TimerOp::Schedule {
+                path: "B".into(),
+                fire_at: 50.25,
+            },
+        ],
+        spawns: vec![
+            Spawn {
+                child_id: format!("{id}:R1:1"),
+                root_path: "R1".into(),
+                context: obj(json!({"x": 1})),
+            },
+            Spawn {
+                child_id: format!("{id}:R2:1"),
+                root_path: "R2".into(),
+                context: obj(json!({"y": [true, null]})),
+            },
+        ],
+        trace: Some(obj(json!({"event_kind": "Start", "to_path": "A"}))),
+    };
+    let seqs = ok(store.commit(&mut e, commit).await, "commit");
+    assert_eq!(seqs.len(), 3);
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "seqs increase in emit order"
+    );
+    let outbox = ok(store.pending_outbox().await, "outbox");
+    assert_eq!(
+        outbox.iter().map(|o| o.seq).collect::<Vec<_>>(),
+        seqs,
+        "outbox in seq order"
+    );
+    assert_eq!(outbox[0].event, first, "the event round-trips");
+    assert_eq!(outbox[0].target_id.as_deref(), Some(id.as_str()));
+    assert_eq!(
+        outbox[1].target_id, None,
+        "an untargeted emit stays untargeted"
+    );
+    let spawns = ok(store.pending_spawns().await, "spawns");
+    assert_eq!(spawns.len(), 2);
+    assert!(spawns[0].seq < spawns[1].seq);
+    assert_eq!(spawns[0].parent_id, id);
+    assert_eq!(spawns[0].child_id, format!("{id}:R1:1"));
+    assert_eq!(spawns[1].root_path, "R2");
+    assert_eq!(spawns[1].context, obj(json!({"y": [true, null]})));
+    assert!(ok(store.is_processed(&id, "ev-1").await, "processed"));
+    assert!(!ok(store.is_processed(&id, "ev-2").await, "not processed"));
+    let due = ok(store.due_timers(1000.0).await, "due");
+    assert_eq!(
+        due.iter()
+            .map(|t| (t.path.as_str(), t.fire_at))
+            .collect::<Vec<_>>(),
+        vec![("B", 50.25), ("A", 100.5)],
+        "due timers, soonest first"
+    );
+    let trace = ok(store.read_trace(&id).await, "trace");
+    assert_eq!(trace.len(), 1);
+    assert_eq!(trace[0]["event_kind"], json!("Start"));
+    assert_eq!(
+        trace[0]["index"],
+        json!(0),
+        "the first step of a new execution is index 0"
+    );
+}
+
+pub async fn racing_writers_exactly_one_wins<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("race");
+    ok(
+        store.commit(&mut exe(&id), Commit::default()).await,
+        "insert",
+    );
+    let mut a = ok(store.load(&id).await, "load").expect("present");
+    let mut b = a.clone();
+    a.context.insert("who".into(), json!("a"));
+    b.context.insert("who".into(), json!("b"));
+    let side = |tag: &str| Commit {
+        emits: vec![(Some(id.clone()), Event::new(format!("Emit{tag}")))],
+        processed_event_id: Some(format!("ev-{tag}")),
+        timers: vec![TimerOp::Schedule {
+            path: format!("T{tag}"),
+            fire_at: 10.0,
+        }],
+        spawns: vec![Spawn {
+            child_id: format!("{id}:{tag}"),
+            root_path: tag.into(),
+            context: Object::new(),
+        }],
+        trace: Some(obj(json!({"who": tag}))),
+    };
+    let (ra, rb) = tokio::join!(
+        store.commit(&mut a, side("a")),
+        store.commit(&mut b, side("b"))
+    );
+    let (winner, loser, wr, lr) = match (&ra, &rb) {
+        (Ok(_), Err(_)) => ("a", "b", &a, rb),
+        (Err(_), Ok(_)) => ("b", "a", &b, ra),
+        _ => panic!("exactly one racing writer must win: {ra:?} / {rb:?}"),
+    };
+    assert_conflict(lr, &id, 1, Some(2));
+    assert_eq!(wr.version, 2);
+    let stored = ok(store.load(&id).await, "load").expect("present");
+    assert_eq!(stored.context["who"], json!(winner));
+    let kinds: Vec<String> = ok(store.pending_outbox().await, "outbox")
+        .into_iter()
+        .map(|o| o.event.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![format!("Emit{winner}")],
+        "only the winner's emit"
+    );
+    let spawns = ok(store.pending_spawns().await, "spawns");
+    assert_eq!(spawns.len(), 1);
+    assert_eq!(spawns[0].root_path, winner);
+    let timers: Vec<String> = ok(store.due_timers(100.0).await, "timers")
+        .into_iter()
+        .map(|t| t.path)
+        .collect();
+    assert_eq!(timers, vec![format!("T{winner}")]);
+    assert!(!ok(
+        store.is_processed(&id, &format!("ev-{loser}")).await,
+        "dedupe"
+    ));
+    let trace = ok(store.read_trace(&id).await, "trace");
+    assert_eq!(trace.len(), 1);
+    assert_eq!(trace[0]["who"], json!(winner));
+}
+
+pub async fn acks_remove_exactly_one<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("ack");
+    let mut e = exe(&id);
+    let seqs = ok(
+        store
+            .commit(
+                &mut e,
+                Commit {
+                    emits: (0..3)
+                        .map(|i| (Some(id.clone()), Event::new(format!("E{i}"))))
+                        .collect(),
+                    spawns: (0..2)
+                        .map(|i| Spawn {
+                            child_id: format!("{id}:{i}"),
+                            root_path: format!("R{i}"),
+                            context: Object::new(),
+                        })
+                        .collect(),
+                    ..Commit::default()
+                },
+            )
+            .await,
+        "commit",
+    );
+    ok(store.ack_outbox(seqs[1]).await, "ack");
+    let left: Vec<u64> = ok(store.pending_outbox().await, "outbox")
+        .iter()
+        .map(|o| o.seq)
+        .collect();
+    assert_eq!(left, vec![seqs[0], seqs[2]]);
+    ok(store.ack_outbox(seqs[1]).await, "acking twice is a no-op");
+    ok(store.ack_outbox(seqs[0]).await, "ack");
+    ok(store.ack_outbox(seqs[2]).await, "ack");
+    assert!(ok(store.pending_outbox().await, "outbox").is_empty());
+    let spawns = ok(store.pending_spawns().await, "spawns");
+    ok(store.ack_spawn(spawns[0].seq).await, "ack spawn");
+    let left = ok(store.pending_spawns().await, "spawns");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].seq, spawns[1].seq);
+    ok(
+        store.ack_spawn(spawns[0].seq).await,
+        "acking a spawn twice is a no-op",
+    );
+}
+
+pub async fn timers_schedule_cancel_and_guarded_delete<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("tim");
+    let mut e = exe(&id);
+    let sched = |path: &str, fire_at: f64| TimerOp::Schedule {
+        path: path.into(),
+        fire_at,
+    };
+    let c = Commit {
+        timers: vec![sched("A", 10.0), sched("B", 20.0), sched("C", 30.0)],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "schedule");
+    let due = |now| due_list(&store, now);
+    assert_eq!(
+        due(20.0).await,
+        vec![
+            (id.clone(), "A".into(), 10.0),
+            (id.clone(), "B".into(), 20.0)
+        ],
+        "fire_at <= now"
+    );
+    assert!(due(9.99).await.is_empty());
+    // re-arm A later and cancel C, atomically with a commit
+    let c = Commit {
+        timers: vec![sched("A", 40.0), TimerOp::Cancel { path: "C".into() }],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "re-arm");
+    assert_eq!(
+        due(100.0).await,
+        vec![
+            (id.clone(), "B".into(), 20.0),
+            (id.clone(), "A".into(), 40.0)
+        ]
+    );
+    // a stale sweep (the old fire_at) leaves the re-armed timer alone
+    ok(store.delete_timer(&id, "A", 10.0).await, "stale delete");
+    assert_eq!(due(100.0).await.len(), 2, "a failed guard is a no-op");
+    ok(store.delete_timer(&id, "A", 40.0).await, "delete");
+    ok(
+        store.delete_timer(&id, "missing", 1.0).await,
+        "deleting an absent timer is a no-op",
+    );
+    assert_eq!(due(100.0).await, vec![(id.clone(), "B".into(), 20.0)]);
+}
+
+async fn due_list<S: ExecutionStore>(store: &S, now: f64) -> Vec<(String, String, f64)> {
+    ok(store.due_timers(now).await, "due")
+        .into_iter()
+        .map(|t| (t.execution_id, t.path, t.fire_at))
+        .collect()
+}
+
+async fn list_all<S: ExecutionStore>(
+    store: &S,
+    mut q: ListQuery,
+) -> Vec<harel_model::ExecutionSummary> {
+    let mut seen = Vec::new();
+    for _ in 0..20 {
+        let page = ok(store.list_executions(&q).await, "list");
+        assert!(page.items.len() <= q.limit, "a page holds at most limit");
+        seen.extend(page.items);
+        match page.next_cursor {
+            Some(c) => q.cursor = Some(c),
+            None => return seen,
+        }
+    }
+    panic!("listing did not end")
+}
+
+pub async fn load_for_event_reports_the_dedupe_mark<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("lfe");
+    let (none, done) = ok(store.load_for_event(&id, "ev").await, "absent");
+    assert!(none.is_none() && !done);
+    let mut e = exe(&id);
+    ok(store.commit(&mut e, Commit::default()).await, "insert");
+    let (loaded, done) = ok(store.load_for_event(&id, "ev").await, "present");
+    assert_eq!(loaded.as_ref(), Some(&e));
+    assert!(!done);
+    let c = Commit {
+        processed_event_id: Some("ev".into()),
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "process");
+    let (loaded, done) = ok(store.load_for_event(&id, "ev").await, "processed");
+    assert_eq!(loaded.map(|l| l.version), Some(2));
+    assert!(done, "the dedupe mark is reported");
+    assert!(!ok(store.load_for_event(&id, "other").await, "other").1);
+}
+
+pub async fn list_filters_and_pages<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let ns = unique("ls");
+    let mut made = Vec::new();
+    for i in 0..7 {
+        let mut e = exe(&format!("{ns}-{i}"));
+        e.definition_id = if i % 2 == 0 {
+            "even".into()
+        } else {
+            "odd".into()
+        };
+        if i == 3 {
+            e.status = Status::Done;
+        }
+        if i >= 5 {
+            e.parent_id = Some(format!("{ns}-0"));
+        }
+        ok(store.commit(&mut e, Commit::default()).await, "insert");
+        made.push(e);
+    }
+    let all = |q: ListQuery| list_all(&store, q);
+    let everything = all(ListQuery {
+        limit: 2,
+        ..ListQuery::default()
+    })
+    .await;
+    let ids: HashSet<String> = everything.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(everything.len(), 7, "pages cover every execution once");
+    assert_eq!(ids.len(), 7);
+    assert!(everything.iter().all(|s| s.version == 1));
+    let even = all(ListQuery {
+        definition_id: Some("even".into()),
+        limit: 3,
+        ..ListQuery::default()
+    })
+    .await;
+    assert_eq!(even.len(), 4);
+    let done = all(ListQuery {
+        status: Some(vec![Status::Done, Status::Cancelled]),
+        ..ListQuery::default()
+    })
+    .await;
+    assert_eq!(
+        done.iter().map(|s| s.id.clone()).collect::<Vec<_>>(),
+        vec![format!("{ns}-3")]
+    );
+    assert_eq!(done[0].status, Status::Done);
+    let roots = all(ListQuery {
+        roots_only: true,
+        limit: 4,
+        ..ListQuery::default()
+    })
+    .await;
+    assert_eq!(roots.len(), 5);
+    let first = ok(
+        store
+            .list_executions(&ListQuery {
+                limit: 7,
+                ..ListQuery::default()
+            })
+            .await,
+        "exact page",
+    );
+    assert_eq!(first.items.len(), 7);
+    assert!(
+        first.next_cursor.is_none(),
+        "no cursor when nothing is left"
+    );
+}
+
+pub async fn list_rejects_a_foreign_cursor<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let r = store
+        .list_executions(&ListQuery {
+            cursor: Some("not a cursor!".into()),
+            ..ListQuery::default()
+        })
+        .await;
+    match r {
+        Err(StoreError::Other(msg)) => assert!(msg.contains("cursor"), "{msg}"),
+        other => panic!("a garbage cursor must be refused clearly, got {other:?}"),
+    }
+}
+
+pub async fn trace_ring_keeps_the_last_n<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(3).await;
+    let id = unique("ring");
+    let mut e = exe(&id);
+    for i in 0..5 {
+        let c = Commit {
+            trace: Some(obj(json!({"step": i}))),
+            ..Commit::default()
+        };
+        ok(store.commit(&mut e, c).await, "traced commit");
+    }
+    // an untraced commit in between must not disturb the numbering
+    ok(store.commit(&mut e, Commit::default()).await, "untraced");
+    let c = Commit {
+        trace: Some(obj(json!({"step": 5}))),
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "traced commit");
+    let trace = ok(store.read_trace(&id).await, "trace");
+    let got: Vec<(serde_json::Value, serde_json::Value)> = trace
+        .iter()
+        .map(|t| (t["index"].clone(), t["step"].clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (json!(3), json!(3)),
+            (json!(4), json!(4)),
+            (json!(5), json!(5))
+        ],
+        "the ring keeps the last 3 steps, indexes contiguous"
+    );
+    assert!(ok(store.read_trace("nobody").await, "empty").is_empty());
+}
+
+pub async fn append_trace_uses_the_given_index<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("app");
+    ok(
+        store.append_trace(&id, obj(json!({"a": 1}))).await,
+        "append",
+    );
+    ok(
+        store.append_trace(&id, obj(json!({"a": 2}))).await,
+        "append",
+    );
+    ok(
+        store
+            .append_trace(&id, obj(json!({"a": 3, "index": 10})))
+            .await,
+        "append at 10",
+    );
+    // a commit after a standalone append continues after it
+    let mut e = exe(&id);
+    ok(store.commit(&mut e, Commit::default()).await, "insert");
+    let c = Commit {
+        trace: Some(obj(json!({"a": 4}))),
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "traced");
+    let idx: Vec<serde_json::Value> = ok(store.read_trace(&id).await, "trace")
+        .iter()
+        .map(|t| t["index"].clone())
+        .collect();
+    assert_eq!(idx, vec![json!(0), json!(1), json!(10), json!(11)]);
+}
+
+pub async fn ids_with_prefix_finds_a_tree<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let root = unique("tree");
+    for id in [
+        root.clone(),
+        format!("{root}:R:1"),
+        format!("{root}:R:1:S:1"),
+        unique("else"),
+    ] {
+        ok(
+            store.commit(&mut exe(&id), Commit::default()).await,
+            "insert",
+        );
+    }
+    let mut got = ok(store.ids_with_prefix(&format!("{root}:")).await, "prefix");
+    got.sort();
+    assert_eq!(got, vec![format!("{root}:R:1"), format!("{root}:R:1:S:1")]);
+    assert_eq!(ok(store.ids_with_prefix(&root).await, "prefix").len(), 3);
+    assert!(ok(store.ids_with_prefix("zzz-none").await, "none").is_empty());
+}
+
+pub async fn purge_removes_a_tree_node<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("purge");
+    let keep = unique("keep");
+    let mut e = exe(&id);
+    let mut k = exe(&keep);
+    let c = |target: &str, owner: &str| Commit {
+        emits: vec![(Some(target.to_string()), Event::new("ToTarget"))],
+        processed_event_id: Some("ev".into()),
+        timers: vec![TimerOp::Schedule {
+            path: "A".into(),
+            fire_at: 5.0,
+        }],
+        spawns: vec![Spawn {
+            child_id: format!("{owner}:c"),
+            root_path: "R".into(),
+            context: Object::new(),
+        }],
+        trace: Some(obj(json!({"t": 1}))),
+    };
+    ok(store.commit(&mut e, c(&id, &id)).await, "commit");
+    ok(store.commit(&mut k, c(&keep, &keep)).await, "commit other");
+    assert!(
+        !ok(store.purge(&id, 7).await, "wrong version"),
+        "a moved-on row is not purged"
+    );
+    assert!(
+        ok(store.load(&id).await, "load").is_some(),
+        "and nothing was touched"
+    );
+    assert!(ok(store.is_processed(&id, "ev").await, "dedupe kept"));
+    assert!(ok(store.purge(&id, 1).await, "purge"));
+    assert!(ok(store.load(&id).await, "load").is_none());
+    assert!(!ok(store.is_processed(&id, "ev").await, "dedupe gone"));
+    assert!(ok(store.read_trace(&id).await, "trace").is_empty());
+    let timers = ok(store.due_timers(10.0).await, "timers");
+    assert_eq!(
+        timers
+            .iter()
+            .map(|t| t.execution_id.clone())
+            .collect::<Vec<_>>(),
+        vec![keep.clone()]
+    );
+    let outbox = ok(store.pending_outbox().await, "outbox");
+    assert_eq!(
+        outbox
+            .iter()
+            .map(|o| o.target_id.clone())
+            .collect::<Vec<_>>(),
+        vec![Some(keep.clone())]
+    );
+    let spawns = ok(store.pending_spawns().await, "spawns");
+    assert_eq!(
+        spawns
+            .iter()
+            .map(|s| s.parent_id.clone())
+            .collect::<Vec<_>>(),
+        vec![keep.clone()]
+    );
+    assert!(ok(
+        store.is_processed(&keep, "ev").await,
+        "the other execution is untouched"
+    ));
+    // a stale copy cannot resurrect it; a brand-new execution may reuse the id
+    assert_conflict(store.commit(&mut e, Commit::default()).await, &id, 1, None);
+    ok(
+        store.commit(&mut exe(&id), Commit::default()).await,
+        "reuse the id at version 0",
+    );
+    assert!(
+        !ok(store.purge(&unique("never"), 0).await, "purging nothing"),
+        "absent: false"
+    );
+}
+
+pub async fn save_is_a_bare_commit<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("save");
+    let mut e = exe(&id);
+    ok(store.save(&mut e).await, "save");
+    ok(store.save(&mut e).await, "save again");
+    assert_eq!(e.version, 2);
+    let mut stale = e.clone();
+    stale.version = 1;
+    match store.save(&mut stale).await {
+        Err(StoreError::Conflict {
+            expected: 1,
+            found: Some(2),
+            ..
+        }) => {}
+        other => panic!("a stale save must conflict, got {other:?}"),
+    }
+}
+
+pub async fn floats_round_trip_exactly<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("float");
+    let mut e = exe(&id);
+    let times = [1_700_000_000.123_456_7, 0.1 + 0.2, 1e16, 1e-7, 12345.0];
+    let c = Commit {
+        timers: times
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TimerOp::Schedule {
+                path: format!("P{i}"),
+                fire_at: *t,
+            })
+            .collect(),
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "schedule");
+    let mut got: Vec<f64> = ok(store.due_timers(1e17).await, "due")
+        .iter()
+        .map(|t| t.fire_at)
+        .collect();
+    got.sort_by(f64::total_cmp);
+    let mut want = times.to_vec();
+    want.sort_by(f64::total_cmp);
+    assert_eq!(got, want, "fire_at survives the store bit for bit");
+    for (i, t) in times.iter().enumerate() {
+        ok(
+            store.delete_timer(&id, &format!("P{i}"), *t).await,
+            "guarded delete",
+        );
+    }
+    assert!(
+        ok(store.due_timers(1e17).await, "due").is_empty(),
+        "each guard matched its own value"
+    );
+}
