@@ -1,1 +1,4 @@
 //! Helpers shared by the cross-part tests.
+
+pub mod differential;
+pub mod textdiff;
