@@ -1,0 +1,24 @@
+//! The store contract on DynamoDB (moto): `scripts/with-moto.sh cargo test -p harel-dynamodb`.
+
+mod common;
+
+use harel_dynamodb::{DynamoDbStore, SeqAllocation};
+
+async fn make(trace_max: usize) -> DynamoDbStore {
+    common::store(trace_max).await
+}
+
+harel_store::contract_tests!(make);
+
+/// harel's own seq allocation (the `counters` table) passes the same contract.
+mod counter_seqs {
+    use super::*;
+
+    async fn make(trace_max: usize) -> DynamoDbStore {
+        common::store(trace_max)
+            .await
+            .with_seq_allocation(SeqAllocation::Counter)
+    }
+
+    harel_store::contract_tests!(make);
+}
