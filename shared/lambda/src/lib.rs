@@ -1,0 +1,1 @@
+//! The serverless runtime: configuration and the worker, relay and sweeper handlers.

@@ -1,0 +1,47 @@
+//! Why a publish did not (fully) happen.
+
+/// One message of a batch that SQS did not accept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntryFailure {
+    /// Its index in the slice given to `publish_batch`.
+    pub index: usize,
+    pub code: String,
+    pub message: String,
+    /// SQS's verdict: the request itself is wrong and resending it cannot succeed.
+    pub sender_fault: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("invalid SQS message group id {0:?}: 1 to 128 ASCII letters, digits or punctuation")]
+    InvalidGroup(String),
+    /// The whole call failed (network, throttling, a missing queue): nothing is known to
+    /// have been sent.
+    #[error("SQS request failed: {0}")]
+    Request(String),
+    /// Some messages of a batch were sent and some were not, even after retrying the
+    /// retryable ones; `delivered` holds the indices that were sent.
+    #[error("{} of {} messages not sent: {}", failed.len(), failed.len() + delivered.len(), describe(failed))]
+    Partial {
+        delivered: Vec<usize>,
+        failed: Vec<EntryFailure>,
+    },
+}
+
+impl TransportError {
+    /// The indices of a batch known to be delivered despite the error.
+    pub fn delivered(&self) -> &[usize] {
+        match self {
+            TransportError::Partial { delivered, .. } => delivered,
+            _ => &[],
+        }
+    }
+}
+
+fn describe(failed: &[EntryFailure]) -> String {
+    failed
+        .iter()
+        .map(|f| format!("#{} {}: {}", f.index, f.code, f.message))
+        .collect::<Vec<_>>()
+        .join("; ")
+}

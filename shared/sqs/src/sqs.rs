@@ -1,0 +1,406 @@
+//! `SqsTransport`: harel's `SqsTransport` (`harel/engine/transport/sqs.py`) over
+//! `aws-sdk-sqs`, with batched sends (up to 10 per `SendMessageBatch`) and deterministic
+//! deduplication ids in place of harel's per-send uuid.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_sqs::error::DisplayErrorContext;
+use aws_sdk_sqs::types::{
+    MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName,
+    SendMessageBatchRequestEntry,
+};
+use aws_sdk_sqs::Client;
+
+use crate::error::{EntryFailure, TransportError};
+use crate::message::{Outgoing, Received};
+use crate::transport::{
+    dead_letter_group, visibility_seconds, Transport, REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE,
+};
+
+/// SQS's cap on entries per `SendMessageBatch`.
+pub const MAX_BATCH: usize = 10;
+/// The payload cap of one batch call, kept at the long-standing 256 KiB so every endpoint
+/// (older regions, emulators) accepts it.
+pub const MAX_BATCH_BYTES: usize = 256 * 1024;
+/// Resends of entries SQS failed for reasons of its own (not the sender's fault).
+const ENTRY_RETRIES: u32 = 3;
+const RETRY_BASE: Duration = Duration::from_millis(100);
+
+#[derive(Clone, Debug)]
+pub struct SqsTransport {
+    client: Client,
+    queue_url: String,
+    dlq_url: Option<String>,
+}
+
+impl SqsTransport {
+    pub fn new(client: Client, queue_url: impl Into<String>) -> Self {
+        SqsTransport {
+            client,
+            queue_url: queue_url.into(),
+            dlq_url: None,
+        }
+    }
+
+    /// Where `dead_letter` sends; without it, dead-lettering is an error (never a drop).
+    pub fn with_dead_letter_queue(mut self, dlq_url: impl Into<String>) -> Self {
+        self.dlq_url = Some(dlq_url.into());
+        self
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn queue_url(&self) -> &str {
+        &self.queue_url
+    }
+
+    /// Create (or find) the FIFO queue `name` (".fifo" is appended when missing) and return
+    /// its URL: harel's `SqsTransport.create`, without its connect-retry loop (the SDK retries).
+    pub async fn create_fifo_queue(client: &Client, name: &str) -> Result<String, TransportError> {
+        let name = if name.ends_with(".fifo") {
+            name.to_string()
+        } else {
+            format!("{name}.fifo")
+        };
+        let out = client
+            .create_queue()
+            .queue_name(&name)
+            .attributes(QueueAttributeName::FifoQueue, "true")
+            .send()
+            .await
+            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+        out.queue_url().map(str::to_string).ok_or_else(|| {
+            TransportError::Request(format!("CreateQueue {name}: no QueueUrl in the answer"))
+        })
+    }
+
+    /// Receive up to `max` (1..=10) messages from `queue_url` (a consumer's `claim`; the
+    /// Lambda event source does this for the worker, tests and tools do it themselves).
+    pub async fn receive_from(
+        &self,
+        queue_url: &str,
+        max: i32,
+        wait: Duration,
+        visibility: Duration,
+    ) -> Result<Vec<Received>, TransportError> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(max.clamp(1, 10))
+            .wait_time_seconds(wait.as_secs().min(20) as i32)
+            .visibility_timeout(visibility_seconds(visibility))
+            .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
+            .message_system_attribute_names(MessageSystemAttributeName::MessageDeduplicationId)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+        let mut received = Vec::new();
+        for m in out.messages() {
+            let system = m.attributes();
+            let get = |name: MessageSystemAttributeName| {
+                system
+                    .and_then(|a| a.get(&name))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let mut attributes: Vec<(String, String)> = m
+                .message_attributes()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|(k, v)| v.string_value().map(|s| (k.clone(), s.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            attributes.sort();
+            received.push(Received {
+                message_id: m.message_id().unwrap_or_default().to_string(),
+                receipt_handle: m.receipt_handle().unwrap_or_default().to_string(),
+                group_id: get(MessageSystemAttributeName::MessageGroupId),
+                dedupe_id: get(MessageSystemAttributeName::MessageDeduplicationId),
+                body: m.body().unwrap_or_default().to_string(),
+                attributes,
+            });
+        }
+        Ok(received)
+    }
+
+    pub async fn receive(
+        &self,
+        max: i32,
+        wait: Duration,
+        visibility: Duration,
+    ) -> Result<Vec<Received>, TransportError> {
+        self.receive_from(&self.queue_url.clone(), max, wait, visibility)
+            .await
+    }
+
+    /// harel's `ack`.
+    pub async fn delete(
+        &self,
+        queue_url: &str,
+        receipt_handle: &str,
+    ) -> Result<(), TransportError> {
+        self.client
+            .delete_message()
+            .queue_url(queue_url)
+            .receipt_handle(receipt_handle)
+            .send()
+            .await
+            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+        Ok(())
+    }
+
+    /// One `SendMessageBatch` of `entries` (indices into `messages`); returns the failures.
+    async fn send_chunk(
+        &self,
+        messages: &[Outgoing],
+        entries: &[usize],
+    ) -> Result<Vec<EntryFailure>, TransportError> {
+        let mut request = Vec::with_capacity(entries.len());
+        for &index in entries {
+            let m = &messages[index];
+            let entry = SendMessageBatchRequestEntry::builder()
+                .id(index.to_string())
+                .message_body(&m.body)
+                .message_group_id(&m.group_id)
+                .message_deduplication_id(&m.dedupe_id)
+                .build()
+                .map_err(|e| TransportError::Request(format!("building a batch entry: {e}")))?;
+            request.push(entry);
+        }
+        let out = self
+            .client
+            .send_message_batch()
+            .queue_url(&self.queue_url)
+            .set_entries(Some(request))
+            .send()
+            .await
+            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+        let mut failures = Vec::new();
+        for f in out.failed() {
+            let index = f
+                .id()
+                .parse::<usize>()
+                .ok()
+                .filter(|i| entries.contains(i))
+                .ok_or_else(|| {
+                    TransportError::Request(format!(
+                        "SendMessageBatch reported a failure for unknown entry {:?}",
+                        f.id()
+                    ))
+                })?;
+            failures.push(EntryFailure {
+                index,
+                code: f.code().to_string(),
+                message: f.message().unwrap_or_default().to_string(),
+                sender_fault: f.sender_fault(),
+            });
+        }
+        // an entry neither successful nor failed would be lost silently: count it failed
+        let answered: Vec<&str> = out
+            .successful()
+            .iter()
+            .map(|s| s.id())
+            .chain(out.failed().iter().map(|f| f.id()))
+            .collect();
+        for &index in entries {
+            if !answered.contains(&index.to_string().as_str()) {
+                failures.push(EntryFailure {
+                    index,
+                    code: "NoAnswer".into(),
+                    message: "SendMessageBatch answered neither success nor failure".into(),
+                    sender_fault: false,
+                });
+            }
+        }
+        Ok(failures)
+    }
+}
+
+/// Split `indices` into batch calls: at most `MAX_BATCH` entries and `MAX_BATCH_BYTES` of body
+/// each (a single larger body goes alone, and SQS says whether it fits).
+fn chunks(messages: &[Outgoing], indices: &[usize]) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut bytes = 0;
+    for &i in indices {
+        let size = messages[i].body.len();
+        let start_new = match out.last() {
+            None => true,
+            Some(last) => last.len() == MAX_BATCH || bytes + size > MAX_BATCH_BYTES,
+        };
+        if start_new {
+            out.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += size;
+        out.last_mut().expect("a chunk was just pushed").push(i);
+    }
+    out
+}
+
+impl Transport for SqsTransport {
+    async fn publish_batch(&self, messages: &[Outgoing]) -> Result<(), TransportError> {
+        let mut pending: Vec<usize> = (0..messages.len()).collect();
+        let mut delivered: Vec<usize> = Vec::new();
+        let mut final_failures: Vec<EntryFailure> = Vec::new();
+        let mut attempt = 0;
+        while !pending.is_empty() {
+            let mut retry: Vec<EntryFailure> = Vec::new();
+            let mut calls = chunks(messages, &pending).into_iter();
+            for chunk in calls.by_ref() {
+                match self.send_chunk(messages, &chunk).await {
+                    Ok(failures) => {
+                        delivered.extend(
+                            chunk
+                                .iter()
+                                .filter(|i| !failures.iter().any(|f| f.index == **i)),
+                        );
+                        for f in failures {
+                            if f.sender_fault {
+                                final_failures.push(f);
+                            } else {
+                                retry.push(f);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        // the SDK already retried the call: report this chunk and the rest
+                        // undelivered, keeping FIFO order (later messages of a group must not
+                        // overtake an unsent earlier one)
+                        let message = e.to_string();
+                        let rest: Vec<usize> = chunk
+                            .into_iter()
+                            .chain(calls.by_ref().flatten())
+                            .chain(retry.drain(..).map(|f| f.index))
+                            .collect();
+                        final_failures.extend(rest.into_iter().map(|index| EntryFailure {
+                            index,
+                            code: "RequestFailed".into(),
+                            message: message.clone(),
+                            sender_fault: false,
+                        }));
+                        break;
+                    }
+                }
+            }
+            attempt += 1;
+            if retry.is_empty() {
+                break;
+            }
+            if attempt > ENTRY_RETRIES {
+                final_failures.extend(retry);
+                break;
+            }
+            tracing::warn!(
+                count = retry.len(),
+                attempt,
+                "SendMessageBatch entries failed; resending"
+            );
+            tokio::time::sleep(RETRY_BASE * 2u32.pow(attempt - 1)).await;
+            pending = retry.into_iter().map(|f| f.index).collect();
+            pending.sort_unstable();
+        }
+        if final_failures.is_empty() {
+            return Ok(());
+        }
+        delivered.sort_unstable();
+        final_failures.sort_by_key(|f| f.index);
+        if delivered.is_empty() && final_failures.len() == 1 && messages.len() == 1 {
+            let f = &final_failures[0];
+            if f.code == "RequestFailed" {
+                return Err(TransportError::Request(f.message.clone()));
+            }
+        }
+        Err(TransportError::Partial {
+            delivered,
+            failed: final_failures,
+        })
+    }
+
+    async fn park(&self, receipt_handle: &str, delay: Duration) -> Result<(), TransportError> {
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(visibility_seconds(delay))
+            .send()
+            .await
+            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+        Ok(())
+    }
+
+    async fn dead_letter(
+        &self,
+        message_id: &str,
+        group_id: Option<&str>,
+        body: &str,
+        reason: &str,
+    ) -> Result<(), TransportError> {
+        let dlq = self.dlq_url.as_deref().ok_or_else(|| {
+            TransportError::Request("no dead-letter queue configured (HAREL_DLQ_URL)".into())
+        })?;
+        let string = |v: &str| {
+            MessageAttributeValue::builder()
+                .data_type("String")
+                .string_value(v)
+                .build()
+                .map_err(|e| TransportError::Request(format!("building a message attribute: {e}")))
+        };
+        // SQS refuses empty attribute values and bodies: say so instead of failing obscurely
+        let reason = if reason.is_empty() {
+            "unspecified"
+        } else {
+            reason
+        };
+        let body = if body.is_empty() {
+            "(empty body)"
+        } else {
+            body
+        };
+        let attributes: HashMap<String, MessageAttributeValue> = [
+            (REASON_ATTRIBUTE.to_string(), string(reason)?),
+            (SOURCE_ID_ATTRIBUTE.to_string(), string(message_id)?),
+        ]
+        .into_iter()
+        .collect();
+        self.client
+            .send_message()
+            .queue_url(dlq)
+            .message_body(body)
+            .message_group_id(dead_letter_group(group_id))
+            .message_deduplication_id(
+                crate::dedupe::DedupeKey::Explicit(format!("dlq:{message_id}")).dedupe_id("", ""),
+            )
+            .set_message_attributes(Some(attributes))
+            .send()
+            .await
+            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(body_len: usize) -> Outgoing {
+        Outgoing::raw("g", "d".into(), "x".repeat(body_len)).expect("valid group")
+    }
+
+    #[test]
+    fn chunks_respect_count_and_size() {
+        let messages: Vec<Outgoing> = (0..23).map(|_| msg(10)).collect();
+        let idx: Vec<usize> = (0..23).collect();
+        let sizes: Vec<usize> = chunks(&messages, &idx).iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![10, 10, 3]);
+
+        let big: Vec<Outgoing> = vec![msg(200 * 1024), msg(100 * 1024), msg(300 * 1024), msg(1)];
+        let c = chunks(&big, &[0, 1, 2, 3]);
+        assert_eq!(c, vec![vec![0], vec![1], vec![2], vec![3]]);
+    }
+}

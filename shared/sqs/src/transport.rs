@@ -1,0 +1,64 @@
+//! The transport port: what the worker, relay and sweeper need from a queue.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::TransportError;
+use crate::message::Outgoing;
+
+/// The message attribute that carries why a message was dead-lettered.
+pub const REASON_ATTRIBUTE: &str = "harel-dead-letter-reason";
+/// The message attribute that carries the dead-lettered message's original SQS message id.
+pub const SOURCE_ID_ATTRIBUTE: &str = "harel-source-message-id";
+/// The group of a dead letter whose original group is unknown or unusable.
+pub const MALFORMED_GROUP: &str = "harel-malformed";
+
+/// Publishing to groups of a FIFO queue, plus the two consumer-side moves the worker makes.
+pub trait Transport: Send + Sync {
+    /// Send `messages`, in order per group. `Ok` means every one was accepted; on `Err`, the
+    /// error says which were delivered (`TransportError::delivered`) so a caller acks only
+    /// those and leaves the rest for a retry: nothing is dropped.
+    fn publish_batch(
+        &self,
+        messages: &[Outgoing],
+    ) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    fn publish(
+        &self,
+        message: Outgoing,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send {
+        async move { self.publish_batch(std::slice::from_ref(&message)).await }
+    }
+
+    /// Hide a received message for `delay` (SQS's native park: ChangeMessageVisibility), so
+    /// it comes back later instead of at once.
+    fn park(
+        &self,
+        receipt_handle: &str,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Move a message that can never succeed to the dead-letter queue, with `reason` attached.
+    /// `group_id` is its original group when it had a usable one.
+    fn dead_letter(
+        &self,
+        message_id: &str,
+        group_id: Option<&str>,
+        body: &str,
+        reason: &str,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send;
+}
+
+/// Visibility timeouts are whole seconds within SQS's 12-hour ceiling.
+pub fn visibility_seconds(delay: Duration) -> i32 {
+    const MAX: u64 = 12 * 60 * 60;
+    delay.as_secs().min(MAX) as i32
+}
+
+/// The dead letter's group: the original one when SQS would accept it again.
+pub fn dead_letter_group(group_id: Option<&str>) -> String {
+    match group_id {
+        Some(g) if crate::message::check_group_id(g).is_ok() => g.to_string(),
+        _ => MALFORMED_GROUP.to_string(),
+    }
+}
