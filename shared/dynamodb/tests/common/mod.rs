@@ -41,3 +41,4 @@ pub async fn store_on(client: Client, trace_max: usize) -> DynamoDbStore {
 pub async fn store(trace_max: usize) -> DynamoDbStore {
     store_on(client().await, trace_max).await
 }
+pub mod faults;
