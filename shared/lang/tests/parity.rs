@@ -1,0 +1,124 @@
+//! The parser and loader against harel itself: harel's `parse` (and its loader's resolved
+//! config) of each corpus file, dumped by `support/dump_program.py`, must equal ours, key
+//! order included.
+//!
+//! Needs harel's Python: `HAREL_PYTHON`, else `/work/main/.venv/bin/python`-style
+//! `.venv/bin/python` at the workspace root (created by `scripts/python-env.sh`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Map, Value};
+
+fn python() -> PathBuf {
+    if let Ok(p) = std::env::var("HAREL_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(
+        venv.exists(),
+        "harel's Python is needed: run scripts/python-env.sh or set HAREL_PYTHON"
+    );
+    venv
+}
+
+fn harel_dump(file: &Path, machine: Option<&str>) -> Vec<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/dump_program.py");
+    let mut cmd = Command::new(python());
+    cmd.arg(script).arg(file);
+    if let Some(m) = machine {
+        cmd.arg(m);
+    }
+    let out = cmd.output().expect("run harel's python");
+    assert!(
+        out.status.success(),
+        "harel failed on {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("harel's JSON"))
+        .collect()
+}
+
+/// Equal JSON texts, or a panic showing the first line that differs.
+fn assert_same(ours: &Value, theirs: &Value, what: &str) {
+    let a = serde_json::to_string_pretty(ours).expect("json");
+    let b = serde_json::to_string_pretty(theirs).expect("json");
+    if a == b {
+        return;
+    }
+    let (i, (x, y)) = a
+        .lines()
+        .zip(b.lines())
+        .enumerate()
+        .find(|(_, (x, y))| x != y)
+        .unwrap_or((0, ("<length>", "<length>")));
+    let context: Vec<&str> = a.lines().skip(i.saturating_sub(12)).take(13).collect();
+    panic!(
+        "{what}: line {i} differs\n ours:  {x}\n harel: {y}\ncontext (ours):\n{}",
+        context.join("\n")
+    );
+}
+
+fn objects<V: Clone + Into<Value>>(m: &indexmap::IndexMap<String, V>) -> Value {
+    Value::Object(
+        m.iter()
+            .map(|(k, v)| (k.clone(), v.clone().into()))
+            .collect::<Map<_, _>>(),
+    )
+}
+
+fn corpus() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("corpus dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "stm"))
+        .collect();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for e in std::fs::read_dir(examples).expect("examples dir") {
+        let p = e.expect("entry").path();
+        if p.extension().is_some_and(|e| e == "stm") {
+            files.push(p);
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn programs_match_harels_parse() {
+    let files = corpus();
+    assert!(files.len() >= 3);
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read");
+        let prog = harel_lang::parse(&text, &file.display().to_string()).expect("parses");
+        let ours = json!({
+            "bindings": objects(&prog.bindings),
+            "guards": objects(&prog.guards.iter().map(|(k, v)| (k.clone(), Value::Object(v.clone()))).collect()),
+            "events": objects(&prog.events.iter().map(|(k, v)| (k.clone(), Value::Object(v.clone()))).collect()),
+            "machines": objects(&prog.machines.iter().map(|(k, v)| (k.clone(), Value::Object(v.clone()))).collect()),
+            "fragments": objects(&prog.fragments.iter().map(|(k, v)| (k.clone(), Value::Object(v.clone()))).collect()),
+        });
+        let theirs = harel_dump(&file, None).remove(0);
+        assert_same(&ours, &theirs, &format!("parse of {}", file.display()));
+        for name in prog.machines.keys() {
+            let loaded = harel_lang::load_str_with(
+                &text,
+                Some(name),
+                &file.display().to_string(),
+                &harel_lang::LoadOptions::default(),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            let theirs = harel_dump(&file, Some(name)).remove(1);
+            assert_same(
+                &loaded.config,
+                &theirs,
+                &format!("resolved config of {name} in {}", file.display()),
+            );
+        }
+    }
+}
