@@ -474,7 +474,8 @@ impl<H: Host> Run<'_, '_, H> {
             }
             if node.kind == NodeKind::Orthogonal {
                 // wait for every region, unless `cancel_on_failure` and a region failed
-                if !joined(exe) && !(node.cancel_on_failure && any_region_failed(exe)) {
+                let gate_open = joined(exe) || (node.cancel_on_failure && any_region_failed(exe));
+                if !gate_open {
                     return Ok(());
                 }
                 expose_region_results(exe);
@@ -530,7 +531,10 @@ impl<H: Host> Run<'_, '_, H> {
                         let held = exe
                             .deferred
                             .drain(..)
-                            .map(|e| serde_json::to_value(e).map_err(|e| EngineError::Corrupt(e.to_string())))
+                            .map(|e| {
+                                serde_json::to_value(e)
+                                    .map_err(|e| EngineError::Corrupt(e.to_string()))
+                            })
                             .collect::<Result<Vec<_>, _>>()?;
                         data.insert("__deferred__".into(), Value::Array(held));
                     }
@@ -696,7 +700,9 @@ impl<H: Host> Run<'_, '_, H> {
                     cs.result = event
                         .data
                         .iter()
-                        .filter(|(k, _)| !matches!(k.as_str(), "child_id" | "outcome" | "__deferred__"))
+                        .filter(|(k, _)| {
+                            !matches!(k.as_str(), "child_id" | "outcome" | "__deferred__")
+                        })
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect();
                 }

@@ -36,7 +36,9 @@ fn as_num(v: &Value) -> Option<Num> {
 
 fn float(x: f64) -> Value {
     // JSON has no inf/nan: Python would keep them and fail later when writing the document
-    Number::from_f64(x).map(Value::Number).unwrap_or(Value::Null)
+    Number::from_f64(x)
+        .map(Value::Number)
+        .unwrap_or(Value::Null)
 }
 
 fn arith(op: char, left: Value, right: Value) -> Result<Value, ExpressionError> {
@@ -121,7 +123,9 @@ pub fn evaluate<'a>(
     for assign in assignments {
         let value = value_of(&assign.expr, scopes)?;
         if let Some(spec) = defn.context_schema.get(&assign.field) {
-            if !(value.is_null() && !spec.required) && !value_fits(&spec.type_, &value) {
+            // an optional field may be set to null
+            let allowed_null = value.is_null() && !spec.required;
+            if !allowed_null && !value_fits(&spec.type_, &value) {
                 return Err(ExpressionError(format!(
                     "context.{} is declared {}, `set` gave {} {}",
                     assign.field,
@@ -168,7 +172,10 @@ mod tests {
         assert_eq!(run('/', json!(4), json!(2)).unwrap(), json!(2.0));
         assert!(run('/', json!(4), json!(2)).unwrap().is_f64());
         assert_eq!(run('*', json!(1.5), json!(2)).unwrap(), json!(3.0));
-        assert_eq!(run('/', json!(1), json!(0.0)).unwrap_err().0, "division by zero");
+        assert_eq!(
+            run('/', json!(1), json!(0.0)).unwrap_err().0,
+            "division by zero"
+        );
         assert_eq!(
             run('+', json!("a"), json!(1)).unwrap_err().0,
             "`+` needs numbers, got str 'a'"
@@ -191,7 +198,10 @@ mod tests {
             source: Scope::Context,
             field: "x".into(),
         });
-        assert_eq!(value_of(&missing, scopes).unwrap_err().0, "context.x is not set");
+        assert_eq!(
+            value_of(&missing, scopes).unwrap_err().0,
+            "context.x is not set"
+        );
         let defn = harel_model::build_definition(
             &json!({"start": "A", "states": {"A": {}}, "context_schema": {"n": "int"}}),
             "m",

@@ -216,7 +216,11 @@ mod tests {
         assert!(compare(Op::Lt, &json!([1, 2]), &json!([1, 3])));
         assert!(compare(Op::Lt, &json!([1]), &json!([1, 0])));
         assert!(!compare(Op::Lt, &json!([1, "a"]), &json!([1, 2])));
-        assert!(compare(Op::Eq, &json!({"a": 1, "b": [1]}), &json!({"b": [1.0], "a": true})));
+        assert!(compare(
+            Op::Eq,
+            &json!({"a": 1, "b": [1]}),
+            &json!({"b": [1.0], "a": true})
+        ));
         assert!(compare(Op::In, &json!("b"), &json!("abc")));
         assert!(compare(Op::In, &json!(2), &json!([1, 2.0])));
         assert!(compare(Op::In, &json!("k"), &json!({"k": 0})));

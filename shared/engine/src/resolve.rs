@@ -21,8 +21,9 @@ impl Found {
 }
 
 pub(crate) fn node_at(defn: &Definition, path: &str) -> Result<NodeId, EngineError> {
-    defn.get(path)
-        .ok_or_else(|| EngineError::Corrupt(format!("no state {path:?} in definition {:?}", defn.id)))
+    defn.get(path).ok_or_else(|| {
+        EngineError::Corrupt(format!("no state {path:?} in definition {:?}", defn.id))
+    })
 }
 
 pub(crate) fn active_node(defn: &Definition, exe: &Execution) -> Result<NodeId, EngineError> {
@@ -119,11 +120,18 @@ pub(crate) fn choice_index(t: &Transition, event_data: &Object, context: &Object
         event: event_data,
         context,
     };
-    choice.branches.iter().position(|(guard, _)| eval(guard, scopes))
+    choice
+        .branches
+        .iter()
+        .position(|(guard, _)| eval(guard, scopes))
 }
 
 /// The target a `choose` picks: its first holding branch, else its `default`.
-pub(crate) fn choice_branch(t: &Transition, event_data: &Object, context: &Object) -> Option<NodeId> {
+pub(crate) fn choice_branch(
+    t: &Transition,
+    event_data: &Object,
+    context: &Object,
+) -> Option<NodeId> {
     let choice = t.choice.as_ref()?;
     match choice_index(t, event_data, context) {
         Some(i) => Some(choice.branches[i].1),
@@ -193,7 +201,11 @@ pub fn has_cancel_handler(
 }
 
 /// Whether reaching `target` now would end this execution in that same step.
-fn would_be_a_sink(defn: &Definition, exe: &Execution, target: NodeId) -> Result<bool, EngineError> {
+fn would_be_a_sink(
+    defn: &Definition,
+    exe: &Execution,
+    target: NodeId,
+) -> Result<bool, EngineError> {
     let t = defn.node(target);
     if !t.children.is_empty() || t.invoke.is_some() {
         return Ok(false);
@@ -236,7 +248,12 @@ pub(crate) fn safe_teardown(
         return Ok(would_be_a_sink(defn, exe, target)?.then_some(found));
     }
     if let Some(choice) = &t.choice {
-        for target in choice.branches.iter().map(|(_, n)| *n).chain(choice.default) {
+        for target in choice
+            .branches
+            .iter()
+            .map(|(_, n)| *n)
+            .chain(choice.default)
+        {
             if !would_be_a_sink(defn, exe, target)? {
                 return Ok(None);
             }

@@ -1,0 +1,231 @@
+//! Engine throughput: events per second through the pure engine (no store, no runtime) on
+//! a flat machine and an orthogonal one, and heap allocations per event, counted by a
+//! counting global allocator. `scripts/bench-engine.sh` runs it next to harel Python's
+//! engine on the same machines and events (`benches/harel_bench.py`) and prints the table.
+//!
+//!     cargo bench -p harel-engine --bench engine [-- --events N]
+//!
+//! Prints one `RESULT rust-engine <machine> <events> <seconds> <allocations>` line per
+//! machine (plus a readable summary on stderr).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashMap;
+use std::future::{ready, Future};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use harel_engine::{process, run_ready, start, ActionCall, ActionError, Host, StepEffects};
+use harel_model::{Definition, Event, Execution, Object, Status};
+use serde_json::Value;
+
+/// Counts every allocation (and reallocation, which may move) made through the global
+/// allocator, so a run can report allocations per event.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged to the system allocator, with the caller's guarantees
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` through `alloc`/`realloc` above
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above; `ptr`/`layout` describe a live block of ours
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Every action answers null at once, as harel's bench driver answers `ActionResult(None)`.
+struct NullHost;
+
+impl Host for NullHost {
+    fn call<'a>(
+        &'a mut self,
+        _call: ActionCall<'a>,
+    ) -> impl Future<Output = Result<Value, ActionError>> + Send + 'a {
+        ready(Ok(Value::Null))
+    }
+
+    fn now(&mut self) -> f64 {
+        0.0
+    }
+}
+
+/// The minimal driver around the engine (the same as `PureDriver` in harel_bench.py):
+/// create the regions a fork spawns, broadcast a domain event to the live regions, deliver
+/// `Finished` to the parent.
+struct Driver<'d> {
+    defn: &'d Definition,
+    table: HashMap<String, Execution>,
+    host: NullHost,
+}
+
+const CONTROL: [&str; 6] = [
+    "Start", "Reset", "Cancel", "SetState", "Finished", "Timeout",
+];
+
+impl<'d> Driver<'d> {
+    fn new(defn: &'d Definition) -> Self {
+        Driver {
+            defn,
+            table: HashMap::new(),
+            host: NullHost,
+        }
+    }
+
+    fn create(&mut self) -> String {
+        let mut exe = Execution::new(self.defn.id.clone());
+        // as a runner creates it: the context schema's defaults filled in
+        exe.context = harel_model::schema::with_defaults(&self.defn.context_schema, &Object::new());
+        let fx = run_ready(start(self.defn, &mut exe, &mut self.host))
+            .expect("the null host answers at once")
+            .expect("the machine starts");
+        let id = exe.id.clone();
+        self.table.insert(id.clone(), exe);
+        self.handle(&id, fx);
+        id
+    }
+
+    fn deliver(&mut self, exe_id: &str, event: &Event) {
+        let Some(mut exe) = self.table.remove(exe_id) else {
+            return;
+        };
+        if !CONTROL.contains(&event.kind.as_str()) {
+            let live: Vec<String> = exe
+                .children
+                .iter()
+                .filter(|(id, cs)| !cs.finished && self.table.contains_key(*id))
+                .map(|(id, _)| id.clone())
+                .collect();
+            if !live.is_empty() {
+                self.table.insert(exe_id.to_owned(), exe);
+                for child in live {
+                    self.deliver(&child, event);
+                }
+                return;
+            }
+        }
+        let fx = run_ready(process(self.defn, &mut exe, event, &mut self.host))
+            .expect("the null host answers at once")
+            .expect("the event is processed");
+        // a finished region has reported (its `Finished` is in `fx`): forget it
+        if exe.parent_id.is_none() || exe.status != Status::Done {
+            self.table.insert(exe_id.to_owned(), exe);
+        }
+        self.handle(exe_id, fx);
+    }
+
+    fn handle(&mut self, parent_id: &str, fx: StepEffects) {
+        for spec in fx.spawns {
+            let mut child = Execution::new(self.defn.id.clone()).with_id(spec.child_id.clone());
+            child.root_path = spec.root_path;
+            child.context = spec.context;
+            child.parent_id = Some(parent_id.to_owned());
+            child.child_id = Some(spec.child_id.clone());
+            let child_fx = run_ready(start(self.defn, &mut child, &mut self.host))
+                .expect("the null host answers at once")
+                .expect("the region starts");
+            self.table.insert(spec.child_id.clone(), child);
+            self.handle(&spec.child_id, child_fx);
+        }
+        for (to, event) in fx.emits {
+            if let Some(to) = to {
+                self.deliver(&to, &event);
+            }
+        }
+    }
+}
+
+struct Workload {
+    machine: &'static str,
+    source: &'static str,
+    cycle: Vec<Event>,
+}
+
+fn workloads() -> Vec<Workload> {
+    let mut n = Object::new();
+    n.insert("n".into(), Value::from(1));
+    vec![
+        Workload {
+            machine: "flat",
+            source: include_str!("machines/flat.stm"),
+            cycle: vec![Event::new("Next").with_data(n)],
+        },
+        Workload {
+            machine: "orthogonal",
+            source: include_str!("machines/orthogonal.stm"),
+            cycle: vec![Event::new("Left"), Event::new("Right"), Event::new("Again")],
+        },
+    ]
+}
+
+/// Runs `events` events of the workload; returns (seconds, allocations) of the loop alone.
+fn measure(defn: &Definition, work: &Workload, events: usize) -> (f64, u64) {
+    let mut driver = Driver::new(defn);
+    let id = driver.create();
+    let allocs_before = ALLOCATIONS.load(Ordering::Relaxed);
+    let started = Instant::now();
+    for i in 0..events {
+        driver.deliver(&id, &work.cycle[i % work.cycle.len()]);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let allocs = ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
+    check(work.machine, &driver.table[&id], events);
+    (elapsed, allocs)
+}
+
+/// The run did the work it claims (the same checks as harel_bench.py).
+fn check(machine: &str, exe: &Execution, events: usize) {
+    if machine == "flat" {
+        let expected = (events as u64).div_ceil(4);
+        assert_eq!(
+            exe.context.get("count").and_then(Value::as_u64),
+            Some(expected),
+            "flat: the ring went round the wrong number of times"
+        );
+    } else {
+        assert_eq!(
+            exe.invoke_seq.get("Fork").copied(),
+            Some((events as u64).div_ceil(3)),
+            "orthogonal: the fork joined the wrong number of times"
+        );
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; take only what is ours
+    let args: Vec<String> = std::env::args().collect();
+    let events = args
+        .iter()
+        .position(|a| a == "--events")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse::<usize>().expect("--events takes a count"))
+        .unwrap_or(300_000);
+    for work in workloads() {
+        let defn = harel_lang::load_str(work.source, None, work.machine)
+            .unwrap_or_else(|e| panic!("the {} bench machine loads: {e}", work.machine));
+        measure(&defn, &work, events / 10); // warm-up: caches, allocator pools
+        let (secs, allocs) = measure(&defn, &work, events);
+        eprintln!(
+            "{:<11} {:>9} events in {:.3}s: {:>12.0} events/s, {:.1} allocations/event",
+            work.machine,
+            events,
+            secs,
+            events as f64 / secs,
+            allocs as f64 / events as f64
+        );
+        println!(
+            "RESULT rust-engine {} {events} {secs:.6} {allocs}",
+            work.machine
+        );
+    }
+}
