@@ -1,0 +1,305 @@
+//! harel Python's own `DynamoDBStore` and this store on the same moto server and tables:
+//! what one writes, the other loads, drains, acks and CAS-updates; a stale write from either
+//! side is refused. `scripts/with-moto.sh cargo test -p harel-dynamodb --test python_compat`.
+
+mod common;
+
+use harel_dynamodb::{DynamoDbStore, SeqAllocation};
+use harel_model::{Event, Object};
+use harel_store::{Commit, ExecutionStore, Spawn, StoreError, TimerOp};
+use serde_json::{json, Value};
+
+fn harel(prefix: &str, action: &str, id: &str, args: &[&str]) -> Value {
+    let python = std::env::var("HAREL_PYTHON").expect(
+        "HAREL_PYTHON is not set: run under scripts/with-moto.sh (it points it at the venv with harel 0.9.0)",
+    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/harel_side.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .arg(common::endpoint())
+        .arg(prefix)
+        .arg(action)
+        .arg(id)
+        .args(args)
+        .output()
+        .expect("harel Python runs");
+    assert!(
+        out.status.success(),
+        "harel Python {action} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("harel_side prints JSON")
+}
+
+fn obj(v: Value) -> Object {
+    match v {
+        Value::Object(m) => m,
+        _ => panic!("not an object"),
+    }
+}
+
+async fn store() -> DynamoDbStore {
+    common::store(200).await
+}
+
+#[tokio::test]
+async fn rust_reads_drains_and_updates_what_harel_python_wrote() {
+    let store = store().await;
+    let p = store.tables().prefix().to_string();
+    let written = harel(&p, "write", "py1", &[]);
+    assert_eq!(written["version"], json!(2));
+
+    let exe = store
+        .load("py1")
+        .await
+        .expect("load")
+        .expect("harel's execution loads");
+    assert_eq!(exe.version, 2);
+    assert_eq!(exe.context, obj(json!({"n": 1, "f": 0.1, "s": "é"})));
+    assert_eq!(exe.active_path.as_deref(), Some("A"));
+    let (_, done) = store
+        .load_for_event("py1", "py-ev")
+        .await
+        .expect("load_for_event");
+    assert!(done, "harel's dedupe mark is seen");
+
+    let outbox = store.pending_outbox().await.expect("outbox");
+    let seqs: Vec<u64> = outbox.iter().map(|o| o.seq).collect();
+    assert_eq!(
+        json!(seqs),
+        written["seqs"],
+        "harel's counter seqs, in order"
+    );
+    assert_eq!(outbox[0].event.kind, "FromPy");
+    assert_eq!(outbox[0].event.data, obj(json!({"n": 1.5})));
+    assert_eq!(outbox[0].target_id.as_deref(), Some("py1"));
+    assert_eq!(outbox[1].target_id, None);
+    let spawns = store.pending_spawns().await.expect("spawns");
+    assert_eq!(spawns.len(), 1);
+    assert_eq!(spawns[0].child_id, "py1:R:1");
+    assert_eq!(spawns[0].context, obj(json!({"k": [1, "é"]})));
+    let timers = store.due_timers(2e16).await.expect("timers");
+    assert_eq!(
+        timers
+            .iter()
+            .map(|t| (t.path.as_str(), t.fire_at))
+            .collect::<Vec<_>>(),
+        vec![("A", 1_700_000_000.25), ("B", 1e16)]
+    );
+    let trace = store.read_trace("py1").await.expect("trace");
+    assert_eq!(
+        trace.iter().map(|t| t["index"].clone()).collect::<Vec<_>>(),
+        vec![json!(0), json!(1)]
+    );
+    assert_eq!(trace[1]["event_kind"], json!("Go"));
+
+    // drain as the relay would; the timer guards match harel's stored numbers exactly
+    for o in &outbox {
+        store.ack_outbox(o.seq).await.expect("ack");
+    }
+    store.ack_spawn(spawns[0].seq).await.expect("ack spawn");
+    for t in &timers {
+        store
+            .delete_timer(&t.execution_id, &t.path, t.fire_at)
+            .await
+            .expect("delete");
+    }
+    assert!(
+        store.due_timers(2e16).await.expect("timers").is_empty(),
+        "guarded deletes matched"
+    );
+
+    // CAS-update harel's row, traced: the index continues harel's ring
+    let mut mine = exe.clone();
+    mine.context.insert("rs".into(), json!(true));
+    let commit = Commit {
+        emits: vec![(Some("py1".into()), Event::new("FromRust"))],
+        processed_event_id: Some("rs-ev".into()),
+        trace: Some(obj(json!({"event_kind": "FromRust"}))),
+        ..Commit::default()
+    };
+    store
+        .commit(&mut mine, commit)
+        .await
+        .expect("CAS update of harel's row");
+    assert_eq!(mine.version, 3);
+    // a stale Rust write is refused
+    let mut stale = exe.clone();
+    match store.commit(&mut stale, Commit::default()).await {
+        Err(StoreError::Conflict {
+            expected: 2,
+            found: Some(3),
+            ..
+        }) => {}
+        other => panic!("a stale Rust write must conflict, got {other:?}"),
+    }
+
+    // harel sees all of it, and refuses its own stale write
+    let seen = harel(&p, "read", "py1", &[]);
+    assert_eq!(seen["execution"]["version"], json!(3));
+    assert_eq!(seen["execution"]["context"]["rs"], json!(true));
+    assert_eq!(seen["processed_rs"], json!(true));
+    let kinds: Vec<Value> = seen["outbox"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|o| o["kind"].clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![json!("FromRust")],
+        "harel acked nothing twice and sees the Rust emit"
+    );
+    assert_eq!(seen["spawns"], json!([]));
+    assert_eq!(seen["timers"], json!([]));
+    let idx: Vec<Value> = seen["trace"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|t| t["index"].clone())
+        .collect();
+    assert_eq!(idx, vec![json!(0), json!(1), json!(2)]);
+    let stale = harel(&p, "stale", "py1", &["2"]);
+    assert_eq!(stale, json!({"conflict": true, "expected": 2, "found": 3}));
+    assert_eq!(
+        store.pending_outbox().await.expect("outbox").len(),
+        1,
+        "harel's stale write leaked nothing"
+    );
+}
+
+#[tokio::test]
+async fn harel_python_reads_drains_and_updates_what_rust_wrote() {
+    let store = store().await;
+    let p = store.tables().prefix().to_string();
+    let mut exe = harel_model::Execution::new("compat").with_id("rs1");
+    exe.status = harel_model::Status::Running;
+    exe.context = obj(json!({"x": [1, 2.5, null], "t": "é"}));
+    let commit = Commit {
+        emits: vec![
+            (
+                Some("rs1".into()),
+                Event::new("FromRust").with_data(obj(json!({"v": 0.1}))),
+            ),
+            (None, Event::new("Untargeted")),
+        ],
+        processed_event_id: Some("rs-ev".into()),
+        timers: vec![
+            TimerOp::Schedule {
+                path: "A".into(),
+                fire_at: 1_700_000_000.125,
+            },
+            TimerOp::Schedule {
+                path: "B".into(),
+                fire_at: 1e-7,
+            },
+        ],
+        spawns: vec![Spawn {
+            child_id: "rs1:R:1".into(),
+            root_path: "R".into(),
+            context: obj(json!({"k": {"nested": 1.0}})),
+        }],
+        trace: Some(obj(json!({"event_kind": "Start"}))),
+    };
+    let seqs = store.commit(&mut exe, commit).await.expect("commit");
+    let commit = Commit {
+        trace: Some(obj(json!({"event_kind": "Next"}))),
+        ..Commit::default()
+    };
+    store.commit(&mut exe, commit).await.expect("traced commit");
+
+    let seen = harel(&p, "read", "rs1", &[]);
+    assert_eq!(seen["execution"]["version"], json!(2));
+    assert_eq!(
+        seen["execution"]["context"],
+        json!({"x": [1, 2.5, null], "t": "é"})
+    );
+    assert_eq!(seen["processed_rs"], json!(true));
+    let outbox = seen["outbox"].as_array().expect("list");
+    assert_eq!(
+        outbox.iter().map(|o| o["seq"].clone()).collect::<Vec<_>>(),
+        vec![json!(seqs[0]), json!(seqs[1])]
+    );
+    assert_eq!(outbox[0]["kind"], json!("FromRust"));
+    assert_eq!(outbox[0]["data"], json!({"v": 0.1}));
+    assert_eq!(outbox[1]["target_id"], Value::Null);
+    assert_eq!(seen["spawns"][0]["child_id"], json!("rs1:R:1"));
+    assert_eq!(seen["spawns"][0]["context"], json!({"k": {"nested": 1.0}}));
+    assert_eq!(
+        seen["timers"],
+        json!([["rs1", "B", 1e-7], ["rs1", "A", 1_700_000_000.125]])
+    );
+    let trace = seen["trace"].as_array().expect("list");
+    assert_eq!(
+        trace.iter().map(|t| t["index"].clone()).collect::<Vec<_>>(),
+        vec![json!(0), json!(1)]
+    );
+    assert_eq!(trace[1]["event_kind"], json!("Next"));
+
+    // harel drains it all (its delete_timer guards match the numbers we wrote)
+    let drained = harel(&p, "drain", "rs1", &[]);
+    assert_eq!(
+        drained["left_timers"],
+        json!([]),
+        "harel's guarded deletes matched our fire_at"
+    );
+    assert!(store.pending_outbox().await.expect("outbox").is_empty());
+    assert!(store.pending_spawns().await.expect("spawns").is_empty());
+
+    // harel CAS-updates our row, traced (its max+1 continues our indexes)
+    let updated = harel(&p, "update", "rs1", &[]);
+    assert_eq!(updated["version"], json!(3));
+    let stale = harel(&p, "stale", "rs1", &["2"]);
+    assert_eq!(stale, json!({"conflict": true, "expected": 2, "found": 3}));
+
+    // and we continue after harel: our stale copy is refused, a fresh one commits, and our
+    // next trace index follows harel's
+    match store.commit(&mut exe, Commit::default()).await {
+        Err(StoreError::Conflict {
+            expected: 2,
+            found: Some(3),
+            ..
+        }) => {}
+        other => panic!("a stale Rust write must conflict, got {other:?}"),
+    }
+    let (fresh, done) = store.load_for_event("rs1", "py-ev-2").await.expect("load");
+    assert!(done, "harel's dedupe mark");
+    let mut fresh = fresh.expect("present");
+    assert_eq!(fresh.context["py"], json!(true));
+    let commit = Commit {
+        trace: Some(obj(json!({"event_kind": "Again"}))),
+        ..Commit::default()
+    };
+    store
+        .commit(&mut fresh, commit)
+        .await
+        .expect("commit after harel");
+    let idx: Vec<Value> = store
+        .read_trace("rs1")
+        .await
+        .expect("trace")
+        .iter()
+        .map(|t| t["index"].clone())
+        .collect();
+    assert_eq!(idx, vec![json!(0), json!(1), json!(2), json!(3)]);
+    let outbox = store.pending_outbox().await.expect("outbox");
+    assert_eq!(outbox.len(), 1);
+    assert_eq!(outbox[0].event.kind, "PyStep");
+}
+
+#[tokio::test]
+async fn counter_seqs_continue_harels_counter() {
+    let store = store().await.with_seq_allocation(SeqAllocation::Counter);
+    let p = store.tables().prefix().to_string();
+    let written = harel(&p, "write", "pyc", &[]);
+    let last_py = written["seqs"][1].as_u64().expect("seq");
+    let mut exe = store.load("pyc").await.expect("load").expect("present");
+    let commit = Commit {
+        emits: vec![(Some("pyc".into()), Event::new("Mine"))],
+        ..Commit::default()
+    };
+    let seqs = store.commit(&mut exe, commit).await.expect("commit");
+    assert_eq!(seqs, vec![last_py + 1], "one counter, shared with harel");
+    let updated = harel(&p, "update", "pyc", &[]);
+    assert_eq!(updated["seqs"], json!([last_py + 2]));
+}
