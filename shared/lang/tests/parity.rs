@@ -10,17 +10,8 @@ use std::process::Command;
 
 use serde_json::{json, Map, Value};
 
-fn python() -> PathBuf {
-    if let Ok(p) = std::env::var("HAREL_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(
-        venv.exists(),
-        "harel's Python is needed: run scripts/python-env.sh or set HAREL_PYTHON"
-    );
-    venv
-}
+mod common;
+use common::python;
 
 fn harel_dump(file: &Path, machine: Option<&str>) -> Vec<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/dump_program.py");
