@@ -29,7 +29,7 @@ pub enum IdempotencyError {
     },
     /// The result cannot be stored; the in-progress record has been removed so that a retry
     /// runs again instead of waiting for it to time out.
-    #[error("the result of {key} makes a {size}-byte record, over DynamoDB's {limit}-byte item limit; the record was removed")]
+    #[error("the result of {key} makes a {size}-byte record, over DynamoDB's 400 KB item limit ({limit} bytes); the record was removed")]
     ResultTooLarge {
         key: String,
         size: usize,

@@ -79,10 +79,12 @@ fn classify<E>(error: E) -> ClientError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
+    // "Item size has exceeded ..." on a put, "Item size to update has exceeded ..." on an update
     let too_large = error.code() == Some("ValidationException")
-        && error
-            .message()
-            .is_some_and(|m| m.contains("Item size has exceeded") || m.contains("item size"));
+        && error.message().is_some_and(|m| {
+            let m = m.to_ascii_lowercase();
+            m.contains("item size") && m.contains("exceeded")
+        });
     if too_large {
         ClientError::ItemTooLarge(error.message().unwrap_or_default().to_owned())
     } else {
