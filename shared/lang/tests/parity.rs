@@ -11,7 +11,7 @@ use std::process::Command;
 use serde_json::{json, Map, Value};
 
 mod common;
-use common::python;
+use common::{manifest_dir, python, stm_files};
 
 fn harel_dump(file: &Path, machine: Option<&str>) -> Vec<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/dump_program.py");
@@ -63,20 +63,8 @@ fn objects<V: Clone + Into<Value>>(m: &indexmap::IndexMap<String, V>) -> Value {
 }
 
 fn corpus() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("corpus dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "stm"))
-        .collect();
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    for e in std::fs::read_dir(examples).expect("examples dir") {
-        let p = e.expect("entry").path();
-        if p.extension().is_some_and(|e| e == "stm") {
-            files.push(p);
-        }
-    }
-    files.sort();
+    let mut files = stm_files(&manifest_dir().join("tests/corpus"));
+    files.extend(stm_files(&manifest_dir().join("../../examples")));
     files
 }
 
