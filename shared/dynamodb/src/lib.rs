@@ -61,6 +61,8 @@ pub struct DynamoDbStore {
     /// execution id -> (version, highest trace idx stored or None if none), as last seen by
     /// this process; used only while the version still matches.
     trace_known: Mutex<HashMap<String, (u64, Option<u64>)>>,
+    /// Strongly consistent `load`/`load_for_event`/`is_processed` (the default).
+    consistent_reads: bool,
 }
 
 impl DynamoDbStore {
@@ -73,12 +75,22 @@ impl DynamoDbStore {
             seq_allocation: SeqAllocation::default(),
             clock: ClockSeqs::default(),
             trace_known: Mutex::new(HashMap::new()),
+            consistent_reads: true,
         })
     }
 
     /// The trace ring size (0: unbounded). Set it once, at startup, as harel requires.
     pub fn with_trace_max(mut self, trace_max: usize) -> Self {
         self.trace_max = trace_max;
+        self
+    }
+
+    /// Eventually consistent reads halve the read capacity of `load`, `load_for_event` and
+    /// `is_processed` (harel's choice) at the price of needless conflicts after a stale
+    /// read, and of a dedupe mark that may lag the execution it was committed with (an
+    /// eventually consistent read may see part of a transaction), i.e. a rare duplicate step.
+    pub fn with_consistent_reads(mut self, consistent: bool) -> Self {
+        self.consistent_reads = consistent;
         self
     }
 
@@ -391,7 +403,7 @@ impl ExecutionStore for DynamoDbStore {
             .projection_expression("#d, #t")
             .expression_attribute_names("#d", "data")
             .expression_attribute_names("#t", TRACE_IDX_ATTR)
-            .consistent_read(true)
+            .consistent_read(self.consistent_reads)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
@@ -414,7 +426,7 @@ impl ExecutionStore for DynamoDbStore {
             .projection_expression("#d, #t")
             .expression_attribute_names("#d", "data")
             .expression_attribute_names("#t", TRACE_IDX_ATTR)
-            .consistent_read(true)
+            .consistent_read(self.consistent_reads)
             .build()
             .expect("keys are set");
         let proc_keys = KeysAndAttributes::builder()
@@ -422,7 +434,7 @@ impl ExecutionStore for DynamoDbStore {
                 ("execution_id".to_string(), s(execution_id)),
                 ("event_id".to_string(), s(event_id)),
             ]))
-            .consistent_read(true)
+            .consistent_read(self.consistent_reads)
             .build()
             .expect("keys are set");
         let mut request: HashMap<String, KeysAndAttributes> = HashMap::from([
@@ -531,7 +543,7 @@ impl ExecutionStore for DynamoDbStore {
             .table_name(self.tables.processed())
             .key("execution_id", s(execution_id))
             .key("event_id", s(event_id))
-            .consistent_read(true)
+            .consistent_read(self.consistent_reads)
             .send()
             .await
             .map_err(|e| errors::classify("GetItem", &e))?;

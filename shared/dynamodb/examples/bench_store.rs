@@ -1,0 +1,510 @@
+//! The store's cost per kind of step, side by side with harel Python's `DynamoDBStore` doing
+//! the same steps in the same run: requests, and capacity units computed from the item sizes
+//! on the wire (moto reports placeholder capacities, so they are not used). Both sides are
+//! recorded at the HTTP level (here a wrapping connector, in Python botocore's event hooks),
+//! and one estimator prices both.
+//!
+//!     scripts/bench-store.sh      (runs this under scripts/with-moto.sh)
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::body::SdkBody;
+use aws_smithy_types::byte_stream::ByteStream;
+use harel_dynamodb::DynamoDbStore;
+use harel_model::{Event, Execution, Object, Status};
+use harel_store::{Commit, ExecutionStore, Spawn, TimerOp};
+use serde_json::{json, Value};
+
+#[derive(Clone, Debug)]
+struct Rec {
+    step: String,
+    op: String,
+    request: Value,
+    response: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Recorder {
+    step: Arc<Mutex<String>>,
+    records: Arc<Mutex<Vec<Rec>>>,
+}
+
+impl Recorder {
+    fn set(&self, step: &str) {
+        *self.step.lock().expect("step") = step.to_string();
+    }
+}
+
+#[derive(Debug)]
+struct RecordingClient {
+    inner: SharedHttpClient,
+    rec: Recorder,
+}
+
+#[derive(Debug)]
+struct RecordingConnector {
+    inner: SharedHttpConnector,
+    rec: Recorder,
+}
+
+impl HttpClient for RecordingClient {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(RecordingConnector {
+            inner: self.inner.http_connector(settings, components),
+            rec: self.rec.clone(),
+        })
+    }
+}
+
+impl HttpConnector for RecordingConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let op = request
+            .headers()
+            .get("x-amz-target")
+            .and_then(|t| t.rsplit('.').next())
+            .unwrap_or("")
+            .to_string();
+        let body: Value = request
+            .body()
+            .bytes()
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or(Value::Null);
+        let step = self.rec.step.lock().expect("step").clone();
+        let index = {
+            let mut records = self.rec.records.lock().expect("records");
+            records.push(Rec {
+                step,
+                op,
+                request: body,
+                response: None,
+            });
+            records.len() - 1
+        };
+        let records = self.rec.records.clone();
+        let fut = self.inner.call(request);
+        HttpConnectorFuture::new(async move {
+            let mut resp = fut.await?;
+            let bytes = ByteStream::new(resp.take_body())
+                .collect()
+                .await
+                .map_err(|e| ConnectorError::io(Box::new(e)))?
+                .into_bytes();
+            if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+                records.lock().expect("records")[index].response = Some(v);
+            }
+            *resp.body_mut() = SdkBody::from(bytes);
+            Ok(resp)
+        })
+    }
+}
+
+// ---- pricing: DynamoDB's capacity rules over the typed items on the wire ----
+
+fn value_size(v: &Value) -> usize {
+    let Some((ty, inner)) = v.as_object().and_then(|m| m.iter().next()) else {
+        return 0;
+    };
+    match (ty.as_str(), inner) {
+        ("S", Value::String(s)) => s.len(),
+        ("N", Value::String(n)) => {
+            let digits: String = n
+                .split(['e', 'E'])
+                .next()
+                .unwrap_or("")
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect();
+            digits.trim_matches('0').len().div_ceil(2) + 1
+        }
+        ("B", Value::String(b)) => b.len() * 3 / 4,
+        ("M", Value::Object(m)) => {
+            3 + m
+                .iter()
+                .map(|(k, v)| 1 + k.len() + value_size(v))
+                .sum::<usize>()
+        }
+        ("L", Value::Array(l)) => 3 + l.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+fn item_size(item: &Value) -> usize {
+    item.as_object()
+        .map(|m| m.iter().map(|(k, v)| k.len() + value_size(v)).sum())
+        .unwrap_or(0)
+}
+
+fn units(size: usize, per: usize) -> f64 {
+    size.div_ceil(per).max(1) as f64
+}
+
+fn consistent_factor(req: &Value) -> f64 {
+    if req["ConsistentRead"].as_bool() == Some(true) {
+        1.0
+    } else {
+        0.5
+    }
+}
+
+/// (WCU, RCU) of one request. Deletes of items whose size the wire doesn't show, and reads
+/// with a projection, are priced at their minimum (a lower bound, the same for both sides).
+fn price(rec: &Rec) -> (f64, f64) {
+    let req = &rec.request;
+    let resp = rec.response.clone().unwrap_or(Value::Null);
+    match rec.op.as_str() {
+        "PutItem" => (units(item_size(&req["Item"]), 1024), 0.0),
+        "DeleteItem" | "UpdateItem" => (1.0, 0.0),
+        "TransactWriteItems" => {
+            let w = req["TransactItems"]
+                .as_array()
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|t| match t.get("Put") {
+                            Some(p) => 2.0 * units(item_size(&p["Item"]), 1024),
+                            None => 2.0,
+                        })
+                        .sum()
+                })
+                .unwrap_or(0.0);
+            (w, 0.0)
+        }
+        "GetItem" => (
+            0.0,
+            units(item_size(&resp["Item"]), 4096) * consistent_factor(req),
+        ),
+        "BatchGetItem" => {
+            let mut r = 0.0;
+            if let Some(tables) = req["RequestItems"].as_object() {
+                for (table, ka) in tables {
+                    let factor = consistent_factor(ka);
+                    let asked = ka["Keys"].as_array().map_or(0, Vec::len);
+                    let got = resp["Responses"][table]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default();
+                    r += got
+                        .iter()
+                        .map(|i| units(item_size(i), 4096) * factor)
+                        .sum::<f64>();
+                    r += asked.saturating_sub(got.len()) as f64 * factor;
+                }
+            }
+            (0.0, r)
+        }
+        "Query" | "Scan" => {
+            let total: usize = resp["Items"]
+                .as_array()
+                .map(|items| items.iter().map(item_size).sum())
+                .unwrap_or(0);
+            (0.0, units(total, 4096) * consistent_factor(req))
+        }
+        _ => (0.0, 0.0),
+    }
+}
+
+#[derive(Default, Clone)]
+struct Cost {
+    requests: usize,
+    wcu: f64,
+    rcu: f64,
+    ops: Vec<String>,
+}
+
+fn tally(records: &[Rec]) -> (Vec<String>, HashMap<String, Cost>) {
+    let mut order = Vec::new();
+    let mut by_step: HashMap<String, Cost> = HashMap::new();
+    for r in records.iter().filter(|r| r.step != "setup") {
+        if !by_step.contains_key(&r.step) {
+            order.push(r.step.clone());
+        }
+        let c = by_step.entry(r.step.clone()).or_default();
+        let (w, rd) = price(r);
+        c.requests += 1;
+        c.wcu += w;
+        c.rcu += rd;
+        c.ops.push(r.op.clone());
+    }
+    (order, by_step)
+}
+
+// ---- the steps, as the Python side runs them ----
+
+fn obj(v: Value) -> Object {
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("literal objects"),
+    }
+}
+
+fn bench_exe() -> Execution {
+    let mut e = Execution::new("bench").with_id("bench");
+    e.status = Status::Running;
+    e.active_path = Some("A".into());
+    e.context = obj(json!({"n": 1, "pad": "x".repeat(300)}));
+    e
+}
+
+async fn step(
+    store: &DynamoDbStore,
+    rec: &Recorder,
+    name: &str,
+    event_id: &str,
+    mut commit: Commit,
+) {
+    rec.set(name);
+    let (exe, done) = store
+        .load_for_event("bench", event_id)
+        .await
+        .expect("load_for_event");
+    assert!(!done);
+    let mut exe = exe.expect("the bench execution exists");
+    commit.processed_event_id = Some(event_id.to_string());
+    store.commit(&mut exe, commit).await.expect("commit");
+}
+
+async fn run_rust(endpoint: &str, prefix: &str, consistent: bool) -> Vec<Rec> {
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let rec = Recorder::default();
+    rec.set("setup");
+    let inner = aws_smithy_http_client::Builder::new()
+        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+            aws_smithy_http_client::tls::rustls_provider::CryptoMode::AwsLc,
+        ))
+        .build_https();
+    let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
+        .http_client(SharedHttpClient::new(RecordingClient {
+            inner,
+            rec: rec.clone(),
+        }))
+        .build();
+    let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::from_conf(conf), prefix)
+        .expect("prefix")
+        .with_consistent_reads(consistent);
+    store.ensure_tables().await.expect("tables");
+
+    rec.set("create");
+    let mut exe = bench_exe();
+    let c = Commit {
+        emits: vec![(Some("bench".into()), Event::new("Start"))],
+        ..Commit::default()
+    };
+    store.commit(&mut exe, c).await.expect("create");
+    step(&store, &rec, "state-only event", "ev1", Commit::default()).await;
+    let ping = Event::new("Ping").with_data(obj(json!({"k": 1})));
+    step(
+        &store,
+        &rec,
+        "event + 1 emit",
+        "ev2",
+        Commit {
+            emits: vec![(Some("other".into()), ping)],
+            ..Commit::default()
+        },
+    )
+    .await;
+    let timer = |path: &str, fire_at| TimerOp::Schedule {
+        path: path.into(),
+        fire_at,
+    };
+    step(
+        &store,
+        &rec,
+        "event + timer",
+        "ev3",
+        Commit {
+            timers: vec![timer("A", 1_700_000_000.5)],
+            ..Commit::default()
+        },
+    )
+    .await;
+    let spawn = |c: &str, r: &str| Spawn {
+        child_id: c.into(),
+        root_path: r.into(),
+        context: obj(json!({"n": 1})),
+    };
+    step(
+        &store,
+        &rec,
+        "orthogonal fork (2 spawns)",
+        "ev4",
+        Commit {
+            spawns: vec![spawn("bench:R1:1", "R1"), spawn("bench:R2:1", "R2")],
+            ..Commit::default()
+        },
+    )
+    .await;
+    let trace = obj(
+        json!({"event_kind": "Tick", "event_data": {}, "from_path": "A", "to_path": "A", "actions": [],
+        "context_out": {"n": 1, "pad": "x".repeat(300)}, "timestamp": 1_700_000_000.5}),
+    );
+    step(
+        &store,
+        &rec,
+        "event, trace on",
+        "ev5",
+        Commit {
+            trace: Some(trace.clone()),
+            ..Commit::default()
+        },
+    )
+    .await;
+    step(
+        &store,
+        &rec,
+        "event, trace on (2nd)",
+        "ev6",
+        Commit {
+            trace: Some(trace.clone()),
+            ..Commit::default()
+        },
+    )
+    .await;
+    step(
+        &store,
+        &rec,
+        "emit + timer + trace",
+        "ev7",
+        Commit {
+            emits: vec![(Some("other".into()), Event::new("Ping"))],
+            timers: vec![timer("B", 1_700_000_001.5)],
+            trace: Some(trace),
+            ..Commit::default()
+        },
+    )
+    .await;
+    rec.set("setup");
+    let mut stale = store.load("bench").await.expect("load").expect("present");
+    stale.version -= 1;
+    rec.set("stale commit (CAS miss)");
+    assert!(store
+        .commit(&mut stale, Commit::default())
+        .await
+        .is_err_and(|e| e.is_conflict()));
+    let records = rec.records.lock().expect("records").clone();
+    records
+}
+
+fn run_python(endpoint: &str, prefix: &str) -> Vec<Rec> {
+    let python = std::env::var("HAREL_PYTHON").expect("HAREL_PYTHON (set by scripts/with-moto.sh)");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/bench_harel.py");
+    let out = std::process::Command::new(python)
+        .args([script, endpoint, prefix])
+        .output()
+        .expect("harel Python runs");
+    assert!(
+        out.status.success(),
+        "bench_harel.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("a JSON line");
+            Rec {
+                step: v["step"].as_str().unwrap_or("").to_string(),
+                op: v["op"].as_str().unwrap_or("").to_string(),
+                request: v["request"].clone(),
+                response: v.get("response").cloned(),
+            }
+        })
+        .collect()
+}
+
+fn ratio(ours: f64, theirs: f64) -> String {
+    if theirs == 0.0 {
+        "-".into()
+    } else {
+        format!("{:.2}", ours / theirs)
+    }
+}
+
+/// On-demand price weight: a write request unit costs 5 read request units
+/// ($0.625 vs $0.125 per million, us-east-1).
+fn dollars(c: &Cost) -> f64 {
+    5.0 * c.wcu + c.rcu
+}
+
+#[tokio::main]
+async fn main() {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL")
+        .expect("run under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)");
+    let tag = &uuid::Uuid::new_v4().simple().to_string()[..12];
+    let ours = run_rust(&endpoint, &format!("brs{tag}"), true).await;
+    let eventual = run_rust(&endpoint, &format!("bre{tag}"), false).await;
+    let theirs = run_python(&endpoint, &format!("bpy{tag}"));
+    let (order, ours) = tally(&ours);
+    let (_, eventual) = tally(&eventual);
+    let (_, theirs) = tally(&theirs);
+    println!(
+        "Requests and capacity units per step (WCU/RCU computed from the item sizes on the wire)."
+    );
+    println!("ours = default (strongly consistent reads); ours-ev = with_consistent_reads(false).");
+    println!("cost = 5 x WCU + RCU (on-demand prices); ratios are ours / harel.");
+    println!();
+    println!("| step | requests harel | ours | WCU harel | ours | RCU harel | ours | ours-ev | requests ratio | cost ratio | cost ratio ours-ev |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let (mut tt, mut to, mut te) = (Cost::default(), Cost::default(), Cost::default());
+    for step in &order {
+        let o = ours.get(step).cloned().unwrap_or_default();
+        let e = eventual.get(step).cloned().unwrap_or_default();
+        let t = theirs.get(step).cloned().unwrap_or_default();
+        println!(
+            "| {step} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            t.requests,
+            o.requests,
+            t.wcu,
+            o.wcu,
+            t.rcu,
+            o.rcu,
+            e.rcu,
+            ratio(o.requests as f64, t.requests as f64),
+            ratio(dollars(&o), dollars(&t)),
+            ratio(dollars(&e), dollars(&t)),
+        );
+        for (acc, c) in [(&mut tt, &t), (&mut to, &o), (&mut te, &e)] {
+            acc.requests += c.requests;
+            acc.wcu += c.wcu;
+            acc.rcu += c.rcu;
+        }
+    }
+    println!(
+        "| **total** | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        tt.requests,
+        to.requests,
+        tt.wcu,
+        to.wcu,
+        tt.rcu,
+        to.rcu,
+        te.rcu,
+        ratio(to.requests as f64, tt.requests as f64),
+        ratio(dollars(&to), dollars(&tt)),
+        ratio(dollars(&te), dollars(&tt)),
+    );
+    println!();
+    for step in &order {
+        let o = ours.get(step).cloned().unwrap_or_default();
+        let t = theirs.get(step).cloned().unwrap_or_default();
+        println!(
+            "{step}: harel [{}] / ours [{}]",
+            t.ops.join(", "),
+            o.ops.join(", ")
+        );
+    }
+}
