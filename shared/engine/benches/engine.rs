@@ -214,7 +214,16 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|n| n.parse::<usize>().expect("--events takes a count"))
         .unwrap_or(300_000);
+    // `--only flat`: one machine (for a profiler)
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     for work in workloads() {
+        if only.as_deref().is_some_and(|m| m != work.machine) {
+            continue;
+        }
         let defn = harel_lang::load_str(work.source, None, work.machine)
             .unwrap_or_else(|e| panic!("the {} bench machine loads: {e}", work.machine));
         measure(&defn, &work, events / 10); // warm-up: caches, allocator pools
