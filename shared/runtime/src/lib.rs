@@ -1,1 +1,23 @@
-//! Drives the engine.
+//! Drives the pure engine over stored executions (harel `driving.py` + `hosting.py`):
+//! actions bound by name, the effect loop and its error routing, one atomic commit per
+//! step, the inline relay (regions created, emits delivered) and timers on a clock.
+//!
+//! The control plane (`cancel`/`terminate`/`suspend`/`resume`/`redrive`) comes later; a
+//! cooperative cancel today is a `Cancel` event sent with [`DurableRunner::process`].
+
+pub mod actions;
+pub mod clock;
+mod driver;
+mod error;
+mod runner;
+pub mod stdlib;
+pub mod trace;
+
+pub use actions::{
+    action_error, unbound_error, Action, ActionContext, ActionFuture, ActionRegistry,
+};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use driver::{ActionErrorPolicy, ActionKeys, CONTROL_EVENTS};
+pub use error::RuntimeError;
+pub use harel_engine::ActionError;
+pub use runner::DurableRunner;

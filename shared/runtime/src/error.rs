@@ -1,0 +1,29 @@
+//! What a runner call can fail with.
+
+use harel_engine::EngineError;
+use harel_model::schema::{ContextError, EventError};
+use harel_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The engine refused the step (a harel assertion, a corrupt execution, an unsupported
+    /// feature): nothing of it was committed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("no execution {0:?}")]
+    NotFound(String),
+    #[error("execution {0:?} already exists")]
+    AlreadyExists(String),
+    #[error("unknown definition_id {0:?}")]
+    UnknownDefinition(String),
+    #[error(transparent)]
+    Context(#[from] ContextError),
+    #[error(transparent)]
+    Event(#[from] EventError),
+    /// With the `Raise` policy: an action error nothing in the model handles, as
+    /// `Type: message`; the step was not committed.
+    #[error("unhandled action error: {0}")]
+    ActionFailed(String),
+}

@@ -1,0 +1,153 @@
+//! The durable runner (harel `hosting.DurableLogic`): drives an execution's events inline,
+//! checkpointing every step in the store, with an inline relay for regions and emits and a
+//! timer sweep on its clock. The caller gets the execution back as it is once the event
+//! (and everything it caused inline) has been processed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use harel_model::schema::{check_context, check_event, with_defaults};
+use harel_model::{Definition, Event, Execution, Object};
+use harel_store::ExecutionStore;
+
+use crate::actions::ActionRegistry;
+use crate::clock::{Clock, SystemClock};
+use crate::driver::{ActionErrorPolicy, Driver, StepKind};
+use crate::RuntimeError;
+
+pub struct DurableRunner<S> {
+    store: S,
+    definitions: HashMap<String, Arc<Definition>>,
+    registry: ActionRegistry,
+    clock: Arc<dyn Clock>,
+    policy: ActionErrorPolicy,
+    trace: bool,
+}
+
+impl<S: ExecutionStore> DurableRunner<S> {
+    /// A runner over `store` for `definitions` (by their `id`), with `harel.lib.*` bound,
+    /// the system clock, the FAILED policy and no trace.
+    pub fn new(store: S, definitions: impl IntoIterator<Item = Definition>) -> Self {
+        DurableRunner {
+            store,
+            definitions: definitions
+                .into_iter()
+                .map(|d| (d.id.clone(), Arc::new(d)))
+                .collect(),
+            registry: ActionRegistry::with_stdlib(),
+            clock: Arc::new(SystemClock),
+            policy: ActionErrorPolicy::Fail,
+            trace: false,
+        }
+    }
+
+    pub fn with_registry(mut self, registry: ActionRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn with_policy(mut self, policy: ActionErrorPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Record one timeline step per commit (the store's trace).
+    pub fn with_trace(mut self, trace: bool) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn registry_mut(&mut self) -> &mut ActionRegistry {
+        &mut self.registry
+    }
+
+    pub fn definition(&self, id: &str) -> Option<&Definition> {
+        self.definitions.get(id).map(Arc::as_ref)
+    }
+
+    fn driver(&self) -> Driver<'_, S> {
+        Driver {
+            definitions: &self.definitions,
+            store: &self.store,
+            registry: &self.registry,
+            clock: self.clock.as_ref(),
+            policy: self.policy,
+            trace: self.trace,
+        }
+    }
+
+    async fn loaded(&self, execution_id: &str) -> Result<Execution, RuntimeError> {
+        self.store
+            .load(execution_id)
+            .await?
+            .ok_or_else(|| RuntimeError::NotFound(execution_id.to_string()))
+    }
+
+    pub async fn get(&self, execution_id: &str) -> Result<Option<Execution>, RuntimeError> {
+        Ok(self.store.load(execution_id).await?)
+    }
+
+    /// Create an execution of `definition_id` and start it: `context` gets the schema's
+    /// defaults and must then fit it.
+    pub async fn create(
+        &self,
+        definition_id: &str,
+        context: Option<Object>,
+        execution_id: Option<&str>,
+    ) -> Result<Execution, RuntimeError> {
+        if let Some(id) = execution_id {
+            if self.store.load(id).await?.is_some() {
+                return Err(RuntimeError::AlreadyExists(id.to_string()));
+            }
+        }
+        let defn = self
+            .definition(definition_id)
+            .ok_or_else(|| RuntimeError::UnknownDefinition(definition_id.to_string()))?;
+        let context = with_defaults(&defn.context_schema, &context.unwrap_or_default());
+        check_context(&defn.context_schema, &context, true)?;
+        let mut exe = Execution::new(definition_id);
+        if let Some(id) = execution_id {
+            exe.id = id.to_string();
+        }
+        exe.context = context;
+        let driver = self.driver();
+        driver.run_step(&mut exe, StepKind::Start).await?;
+        driver.flush().await?;
+        self.loaded(&exe.id).await
+    }
+
+    /// Process one event: checked against its declaration before anything runs, broadcast
+    /// to live regions when it is a domain event and there are some.
+    pub async fn process(
+        &self,
+        execution_id: &str,
+        event: &Event,
+    ) -> Result<Execution, RuntimeError> {
+        let mut exe = self.loaded(execution_id).await?;
+        let defn = self
+            .definition(&exe.definition_id)
+            .ok_or_else(|| RuntimeError::UnknownDefinition(exe.definition_id.clone()))?;
+        check_event(&defn.events, &event.kind, &event.data)?;
+        self.driver().inject(&mut exe, event).await?;
+        self.loaded(execution_id).await
+    }
+
+    /// Deliver every timer due on this runner's clock; returns how many fired.
+    pub async fn fire_due_timers(&self) -> Result<usize, RuntimeError> {
+        self.driver().fire_due_timers().await
+    }
+
+    /// Drain what an interrupted relay left (pending spawns and outbox entries).
+    pub async fn recover(&self) -> Result<(), RuntimeError> {
+        self.driver().flush().await
+    }
+}
