@@ -145,6 +145,37 @@ impl DynamoDbStore {
         })
     }
 
+    /// A store over a client from the SDK's standard configuration (environment, profile,
+    /// `AWS_ENDPOINT_URL`); creates nothing.
+    pub async fn from_env(prefix: &str) -> Result<Self, TablesError> {
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        DynamoDbStore::new(Client::new(&config), prefix)
+    }
+
+    /// The stored Execution document exactly as it is stored (the `data` attribute), checked
+    /// to parse; `None` if there is no such execution.
+    pub async fn load_raw(&self, execution_id: &str) -> StoreResult<Option<String>> {
+        let resp = self
+            .client
+            .get_item()
+            .table_name(self.tables.executions())
+            .key("id", s(execution_id))
+            .projection_expression("#d")
+            .expression_attribute_names("#d", "data")
+            .consistent_read(self.consistent_reads)
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", &e))?;
+        let Some(item) = resp.item() else {
+            return Ok(None);
+        };
+        let table = self.tables.executions();
+        let data = get_s(item, "data").map_err(|e| errors::corrupt(&table, e))?;
+        Execution::from_json(data)
+            .map_err(|e| StoreError::Corrupt(format!("{table}: execution data: {e}")))?;
+        Ok(Some(data.to_string()))
+    }
+
     fn remember_trace(&self, id: &str, version: u64, max: Option<u64>) {
         let mut known = self.trace_known.lock().unwrap_or_else(|e| e.into_inner());
         if known.len() >= TRACE_CACHE_MAX {
