@@ -38,6 +38,9 @@ const STMT_STARTS: [Rule; 6] = [
     Rule::kw_import,
 ];
 
+/// The rules that open a literal value.
+const VALUE_STARTS: [Rule; 4] = [Rule::STRING, Rule::SIGNED_NUMBER, Rule::BOOL, Rule::list];
+
 fn describe(rule: Rule) -> String {
     let name = format!("{rule:?}");
     if let Some(kw) = name.strip_prefix("kw_") {
@@ -107,8 +110,18 @@ fn expected(positives: &[Rule]) -> Option<String> {
             &mut out,
         );
     }
+    let values = VALUE_STARTS.iter().all(|r| positives.contains(r));
+    if values {
+        push(
+            "a value (a string, a number, `true`, `false` or a list)".into(),
+            &mut out,
+        );
+    }
     for rule in positives {
-        if (items && ITEM_STARTS.contains(rule)) || (stmts && STMT_STARTS.contains(rule)) {
+        if (items && ITEM_STARTS.contains(rule))
+            || (stmts && STMT_STARTS.contains(rule))
+            || (values && VALUE_STARTS.contains(rule))
+        {
             continue;
         }
         push(describe(*rule), &mut out);
