@@ -413,3 +413,71 @@ async fn create_waits_for_the_endpoint_and_reports_one_that_never_answers() {
     }
     assert!(DynamoDbStore::new(common::client().await, "bad-prefix").is_err());
 }
+
+#[tokio::test]
+async fn unreadable_rows_are_reported_as_corrupt_not_skipped() {
+    let store = common::store(200).await;
+    let t = store.tables().clone();
+    store
+        .client()
+        .put_item()
+        .table_name(t.executions())
+        .item("id", AttributeValue::S("junk".into()))
+        .item("data", AttributeValue::S("{not json".into()))
+        .item("version", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .expect("put");
+    match store.load("junk").await {
+        Err(StoreError::Corrupt(msg)) => assert!(msg.contains(&t.executions()), "{msg}"),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    store
+        .client()
+        .put_item()
+        .table_name(t.outbox())
+        .item("seq", AttributeValue::N("7".into()))
+        .item("event", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .expect("put");
+    match store.pending_outbox().await {
+        Err(StoreError::Corrupt(msg)) => assert!(msg.contains("event"), "{msg}"),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn keys_left_unprocessed_by_batch_get_are_asked_again() {
+    let (client, faults) = faulty_client().await;
+    let store = common::store_on(client, 200).await;
+    let mut exe = new_exe("unproc");
+    let commit = Commit {
+        processed_event_id: Some("ev".into()),
+        ..Commit::default()
+    };
+    store.commit(&mut exe, commit).await.expect("commit");
+    // DynamoDB under throttling answers 200 with every key unprocessed; harel would read
+    // that as "no such execution"
+    let t = store.tables().clone();
+    let body = json!({
+        "Responses": {},
+        "UnprocessedKeys": {
+            t.executions(): {"Keys": [{"id": {"S": "unproc"}}], "ProjectionExpression": "#d, #t",
+                "ExpressionAttributeNames": {"#d": "data", "#t": "trace_idx"}, "ConsistentRead": true},
+            t.processed(): {"Keys": [{"execution_id": {"S": "unproc"}, "event_id": {"S": "ev"}}], "ConsistentRead": true},
+        }
+    });
+    faults.push(Fault {
+        operation: "BatchGetItem",
+        status: 200,
+        body: body.to_string(),
+    });
+    let (loaded, done) = store
+        .load_for_event("unproc", "ev")
+        .await
+        .expect("load_for_event");
+    assert_eq!(faults.pending(), 0, "the throttled answer was served");
+    assert_eq!(loaded.map(|e| e.version), Some(1));
+    assert!(done);
+}
