@@ -38,10 +38,13 @@ def cmd_keys(args):
     layer.configure(config_from(args), key_prefix=args.prefix)
     out = []
     for payload in json.load(sys.stdin):
-        out.append({
-            "key": layer._get_hashed_idempotency_key(payload),
-            "validation": layer._get_hashed_payload(payload),
-        })
+        try:
+            out.append({
+                "key": layer._get_hashed_idempotency_key(payload),
+                "validation": layer._get_hashed_payload(payload),
+            })
+        except Exception as exc:  # the Rust side must fail on the same payloads
+            out.append({"error": f"{type(exc).__name__}: {exc}"})
     print(json.dumps(out))
 
 
@@ -81,7 +84,7 @@ class Counter:
         self.table = table
         self.raw = raw
         self.before = 0
-        client.meta.events.register("before-call.dynamodb.*", self.before_call)
+        client.meta.events.register("before-parameter-build.dynamodb.*", self.before_call)
         client.meta.events.register("after-call.dynamodb.*", self.after_call)
 
     def size_of(self, key):
@@ -97,7 +100,7 @@ class Counter:
     def before_call(self, model, params, **kwargs):
         self.calls[model.name] = self.calls.get(model.name, 0) + 1
         if model.name in self.WRITES:
-            self.pending_key = self.key_of(params["body"])
+            self.pending_key = self.key_of(params)
             self.before = self.size_of(self.pending_key)
 
     def after_call(self, model, **kwargs):
