@@ -1,1 +1,21 @@
-//! The serverless runtime: configuration and the worker, relay and sweeper handlers.
+//! The serverless runtime's logic, generic over the store, the transport and the engine
+//! driver so it runs in-process (MemoryStore + MemoryTransport) as on AWS (DynamoDB + SQS):
+//! the configuration, the worker (SQS-triggered), the relay and the sweeper (scheduled).
+
+pub mod config;
+pub mod deliver;
+pub mod driver;
+pub mod engine_driver;
+pub mod inbound;
+pub mod relay;
+mod sqs_batch;
+pub mod sweeper;
+pub mod worker;
+
+pub use config::{Config, ConfigError, Role};
+pub use driver::{DriveError, Driver, Stepped};
+pub use engine_driver::{Actions, Clock, EngineDriver, ManualClock, SystemClock};
+pub use inbound::{create_body, CreateRequest, Inbound, CREATE_KIND};
+pub use relay::{relay, RelayReport};
+pub use sweeper::{sweep, sweep_once, SweepReport};
+pub use worker::{BatchOutcome, Handled, Record, RecordError, Worker};

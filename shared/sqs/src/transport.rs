@@ -62,3 +62,31 @@ pub fn dead_letter_group(group_id: Option<&str>) -> String {
         _ => MALFORMED_GROUP.to_string(),
     }
 }
+
+/// A shared transport (the worker and the test that inspects the queue hold the same one).
+impl<T: Transport> Transport for std::sync::Arc<T> {
+    fn publish_batch(
+        &self,
+        messages: &[Outgoing],
+    ) -> impl Future<Output = Result<(), TransportError>> + Send {
+        (**self).publish_batch(messages)
+    }
+
+    fn park(
+        &self,
+        receipt_handle: &str,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send {
+        (**self).park(receipt_handle, delay)
+    }
+
+    fn dead_letter(
+        &self,
+        message_id: &str,
+        group_id: Option<&str>,
+        body: &str,
+        reason: &str,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send {
+        (**self).dead_letter(message_id, group_id, body, reason)
+    }
+}

@@ -1,0 +1,267 @@
+//! The functions' configuration, read once at cold start from the environment every harel
+//! tool shares. A missing or wrong setting is an error naming the variable, before any event.
+
+use std::time::Duration;
+
+pub const TABLE_PREFIX: &str = "HAREL_TABLE_PREFIX";
+pub const QUEUE_URL: &str = "HAREL_QUEUE_URL";
+pub const DLQ_URL: &str = "HAREL_DLQ_URL";
+pub const IDEMPOTENCY_TABLE: &str = "IDEMPOTENCY_TABLE";
+/// Seconds a message for a SUSPENDED execution stays hidden before it is looked at again.
+pub const SUSPEND_RECHECK: &str = "HAREL_SUSPEND_RECHECK_SECONDS";
+/// Groups of one batch the worker processes at the same time.
+pub const WORKER_CONCURRENCY: &str = "HAREL_WORKER_CONCURRENCY";
+/// Seconds between two sweeps within one sweeper invocation (the timer precision).
+pub const SWEEP_INTERVAL: &str = "HAREL_SWEEP_INTERVAL_SECONDS";
+/// Seconds one sweeper invocation keeps polling (a schedule fires at most once a minute).
+pub const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
+/// Milliseconds of an invocation's remaining time the relay and sweeper keep in reserve.
+pub const TIME_RESERVE: &str = "HAREL_TIME_RESERVE_MS";
+/// Seconds an idempotency record lives (Powertools' `expires_after_seconds`).
+pub const IDEMPOTENCY_EXPIRY: &str = "HAREL_IDEMPOTENCY_EXPIRY_SECONDS";
+pub const REGION: &str = "AWS_REGION";
+pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
+
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is not set")]
+    Missing(&'static str),
+    #[error("{name}={value:?} is invalid: {reason}")]
+    Invalid {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
+}
+
+/// Which function is reading its configuration: each needs a different part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Worker,
+    Relay,
+    Sweeper,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub table_prefix: String,
+    pub queue_url: String,
+    /// Required by the worker (malformed messages go there).
+    pub dlq_url: Option<String>,
+    /// Required by the worker.
+    pub idempotency_table: Option<String>,
+    pub suspend_recheck: Duration,
+    pub worker_concurrency: usize,
+    pub sweep_interval: Duration,
+    pub sweep_window: Duration,
+    pub time_reserve: Duration,
+    pub idempotency_expiry: Duration,
+}
+
+impl Config {
+    pub fn from_env(role: Role) -> Result<Self, ConfigError> {
+        Self::from_lookup(role, |name| std::env::var(name).ok())
+    }
+
+    /// Read through `lookup` (the environment, or a map in tests).
+    pub fn from_lookup(
+        role: Role,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let get = |name: &'static str| lookup(name).filter(|v| !v.trim().is_empty());
+        let required = |name: &'static str| get(name).ok_or(ConfigError::Missing(name));
+        // the SDK would otherwise fail on the first call, not at cold start
+        if get(REGION).is_none() && get("AWS_DEFAULT_REGION").is_none() {
+            return Err(ConfigError::Missing(REGION));
+        }
+        if let Some(endpoint) = get(ENDPOINT_URL) {
+            check_url(ENDPOINT_URL, &endpoint)?;
+        }
+        let table_prefix = required(TABLE_PREFIX)?;
+        if !table_prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Err(invalid(
+                TABLE_PREFIX,
+                &table_prefix,
+                "DynamoDB table names allow only A-Z a-z 0-9 _ - .",
+            ));
+        }
+        let queue_url = required(QUEUE_URL)?;
+        check_fifo_url(QUEUE_URL, &queue_url)?;
+        let needs_worker = role == Role::Worker;
+        let dlq_url = match get(DLQ_URL) {
+            Some(url) => {
+                check_fifo_url(DLQ_URL, &url)?;
+                Some(url)
+            }
+            None if needs_worker => return Err(ConfigError::Missing(DLQ_URL)),
+            None => None,
+        };
+        let idempotency_table = match get(IDEMPOTENCY_TABLE) {
+            Some(t) => Some(t),
+            None if needs_worker => return Err(ConfigError::Missing(IDEMPOTENCY_TABLE)),
+            None => None,
+        };
+        let seconds = |name: &'static str, default: f64| -> Result<Duration, ConfigError> {
+            match get(name) {
+                None => Ok(Duration::from_secs_f64(default)),
+                Some(v) => match v.trim().parse::<f64>() {
+                    Ok(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s)),
+                    _ => Err(invalid(
+                        name,
+                        &v,
+                        "expected a non-negative number of seconds",
+                    )),
+                },
+            }
+        };
+        let worker_concurrency = match get(WORKER_CONCURRENCY) {
+            None => 8,
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    return Err(invalid(
+                        WORKER_CONCURRENCY,
+                        &v,
+                        "expected a whole number of at least 1",
+                    ))
+                }
+            },
+        };
+        let sweep_interval = seconds(SWEEP_INTERVAL, 1.0)?;
+        if sweep_interval.is_zero() {
+            return Err(invalid(
+                SWEEP_INTERVAL,
+                "0",
+                "the sweeper would spin: use at least 0.1",
+            ));
+        }
+        let suspend_recheck = seconds(SUSPEND_RECHECK, 5.0)?;
+        if suspend_recheck > Duration::from_secs(12 * 3600) {
+            return Err(invalid(
+                SUSPEND_RECHECK,
+                &suspend_recheck.as_secs().to_string(),
+                "SQS hides a message for at most 43200 seconds",
+            ));
+        }
+        Ok(Config {
+            table_prefix,
+            queue_url,
+            dlq_url,
+            idempotency_table,
+            suspend_recheck,
+            worker_concurrency,
+            sweep_interval,
+            sweep_window: seconds(SWEEP_WINDOW, 50.0)?,
+            time_reserve: Duration::from_millis(match get(TIME_RESERVE) {
+                None => 3000,
+                Some(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| invalid(TIME_RESERVE, &v, "expected whole milliseconds"))?,
+            }),
+            idempotency_expiry: seconds(IDEMPOTENCY_EXPIRY, 3600.0)?,
+        })
+    }
+}
+
+fn invalid(name: &'static str, value: &str, reason: &str) -> ConfigError {
+    ConfigError::Invalid {
+        name,
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn check_url(name: &'static str, url: &str) -> Result<(), ConfigError> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| invalid(name, url, "expected an http:// or https:// URL"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(invalid(name, url, "the URL has no host"));
+    }
+    Ok(())
+}
+
+fn check_fifo_url(name: &'static str, url: &str) -> Result<(), ConfigError> {
+    check_url(name, url)?;
+    if !url.ends_with(".fifo") {
+        return Err(invalid(
+            name,
+            url,
+            "harel needs a FIFO queue (its URL ends in .fifo): the group is the one-writer lock",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    const BASE: [(&str, &str); 5] = [
+        (REGION, "us-east-1"),
+        (TABLE_PREFIX, "harel_"),
+        (QUEUE_URL, "http://localhost:5000/123/harel.fifo"),
+        (DLQ_URL, "http://localhost:5000/123/harel-dlq.fifo"),
+        (IDEMPOTENCY_TABLE, "idem"),
+    ];
+
+    #[test]
+    fn reads_everything_with_defaults() {
+        let c = Config::from_lookup(Role::Worker, env(&BASE)).expect("valid");
+        assert_eq!(c.table_prefix, "harel_");
+        assert_eq!(c.worker_concurrency, 8);
+        assert_eq!(c.suspend_recheck, Duration::from_secs(5));
+        assert_eq!(c.sweep_interval, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn missing_settings_name_the_variable() {
+        for (name, _) in BASE {
+            let rest: Vec<(&str, &str)> =
+                BASE.iter().copied().filter(|(k, _)| *k != name).collect();
+            let err = Config::from_lookup(Role::Worker, env(&rest)).expect_err("missing");
+            assert!(err.to_string().contains(name), "{err}");
+        }
+        // the relay needs neither the DLQ nor the idempotency table
+        let relay: Vec<(&str, &str)> = BASE[..3].to_vec();
+        Config::from_lookup(Role::Relay, env(&relay)).expect("enough for the relay");
+    }
+
+    #[test]
+    fn wrong_settings_name_the_variable_and_why() {
+        let mut e = BASE.to_vec();
+        e[2] = (QUEUE_URL, "http://localhost:5000/123/standard");
+        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("not FIFO");
+        assert!(err.to_string().starts_with("HAREL_QUEUE_URL="), "{err}");
+        assert!(err.to_string().contains("FIFO"), "{err}");
+
+        let mut e = BASE.to_vec();
+        e.push((WORKER_CONCURRENCY, "zero"));
+        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("bad number");
+        assert!(err.to_string().contains(WORKER_CONCURRENCY), "{err}");
+
+        let mut e = BASE.to_vec();
+        e.push((ENDPOINT_URL, "localhost:4566"));
+        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("bad endpoint");
+        assert!(err.to_string().contains(ENDPOINT_URL), "{err}");
+
+        let mut e = BASE.to_vec();
+        e[1] = (TABLE_PREFIX, "bad prefix!");
+        assert!(Config::from_lookup(Role::Worker, env(&e)).is_err());
+    }
+}

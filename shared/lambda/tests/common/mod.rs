@@ -1,0 +1,162 @@
+//! The in-process harness: MemoryStore + MemoryTransport + the engine driver with a manual
+//! clock, and a pump that plays the Lambda event source (batches of up to 10, failed records
+//! put back in front, as SQS redelivers them).
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use harel_lambda::{
+    Actions, BatchOutcome, Config, EngineDriver, ManualClock, Record, Role, Worker,
+};
+use harel_model::Definition;
+use harel_sqs::{MemoryTransport, Received};
+
+pub mod shared;
+pub use shared::Shared;
+
+pub type TestWorker = Worker<
+    Shared,
+    Arc<MemoryTransport>,
+    EngineDriver<Arc<ManualClock>>,
+    harel_idempotency::MemoryClient,
+>;
+
+pub fn flow() -> Definition {
+    let text = include_str!("../machines/flow.json");
+    let config: serde_json::Value = serde_json::from_str(text).expect("flow.json is JSON");
+    harel_model::build::build_definition(&config, "Flow", None).expect("Flow builds")
+}
+
+pub fn config() -> Config {
+    let env = [
+        ("AWS_REGION", "us-east-1"),
+        ("HAREL_TABLE_PREFIX", "t_"),
+        ("HAREL_QUEUE_URL", "http://localhost/1/q.fifo"),
+        ("HAREL_DLQ_URL", "http://localhost/1/dlq.fifo"),
+        ("IDEMPOTENCY_TABLE", "idem"),
+    ];
+    Config::from_lookup(Role::Worker, |k| {
+        env.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    })
+    .expect("test config")
+}
+
+pub struct Harness {
+    pub worker: Arc<TestWorker>,
+    pub transport: Arc<MemoryTransport>,
+    pub clock: Arc<ManualClock>,
+    pub counted: Arc<AtomicUsize>,
+}
+
+pub fn actions(counted: Arc<AtomicUsize>) -> Actions {
+    let mut actions = Actions::new();
+    actions.register("flow.count", move |ctx, _ev, _inputs| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let n = ctx.get("shipped").and_then(|v| v.as_i64()).unwrap_or(0);
+        ctx.insert("shipped".into(), serde_json::json!(n + 1));
+        Ok(serde_json::Value::Null)
+    });
+    actions.register("flow.explode", |_ctx, _ev, _inputs| {
+        Err(harel_engine::ActionError::new(
+            "RuntimeError",
+            "the crate fell",
+        ))
+    });
+    actions
+}
+
+pub fn harness(idempotent: bool) -> Harness {
+    let transport = Arc::new(MemoryTransport::new());
+    let clock = Arc::new(ManualClock::at(1_000.0));
+    let counted = Arc::new(AtomicUsize::new(0));
+    let driver = EngineDriver::with_clock(vec![flow()], actions(counted.clone()), clock.clone());
+    let idempotency = idempotent.then(|| {
+        let layer = harel_idempotency::DynamoDbPersistenceLayer::new(
+            harel_idempotency::MemoryClient::new("id"),
+            "idem",
+        );
+        let config =
+            harel_idempotency::IdempotencyConfig::default().event_key_jmespath("messageId");
+        harel_idempotency::Idempotency::new(layer, config, "worker").expect("idempotency config")
+    });
+    let worker = Arc::new(Worker::new(
+        Shared::default(),
+        transport.clone(),
+        driver,
+        idempotency,
+        config(),
+    ));
+    Harness {
+        worker,
+        transport,
+        clock,
+        counted,
+    }
+}
+
+pub fn record(m: &Received) -> Record {
+    Record {
+        message_id: m.message_id.clone(),
+        receipt_handle: m.receipt_handle.clone(),
+        group_id: Some(m.group_id.clone()),
+        body: m.body.clone(),
+    }
+}
+
+impl Harness {
+    /// Send a raw message as a client would.
+    pub async fn send(&self, group: &str, body: String) {
+        use harel_sqs::Transport;
+        let dedupe = uuid::Uuid::new_v4().to_string();
+        self.transport
+            .publish(harel_sqs::Outgoing::raw(group, dedupe, body).expect("valid group"))
+            .await
+            .expect("sent");
+    }
+
+    pub async fn send_event(&self, group: &str, event: harel_model::Event) {
+        self.send(group, event.to_json()).await;
+    }
+
+    /// Deliver queued messages to the worker until the queue is empty (at most `rounds`
+    /// batches); failed records go back in front. Returns every batch outcome.
+    pub async fn pump(&self, rounds: usize) -> Vec<BatchOutcome> {
+        let mut outcomes = Vec::new();
+        for _ in 0..rounds {
+            let batch = self.transport.take(10);
+            if batch.is_empty() {
+                break;
+            }
+            let outcome = self
+                .worker
+                .handle_batch(batch.iter().map(record).collect(), None)
+                .await;
+            let failed = outcome.failed_ids();
+            let back: Vec<Received> = batch
+                .into_iter()
+                .filter(|m| failed.contains(&m.message_id))
+                .collect();
+            let stuck = !back.is_empty();
+            self.transport.requeue_front(back);
+            outcomes.push(outcome);
+            if stuck {
+                break;
+            }
+        }
+        outcomes
+    }
+
+    pub async fn exe(&self, id: &str) -> harel_model::Execution {
+        use harel_store::ExecutionStore;
+        self.worker
+            .store
+            .load(id)
+            .await
+            .expect("load")
+            .expect("exists")
+    }
+}
