@@ -4,6 +4,7 @@
 pub mod error;
 pub mod loader;
 pub mod parser;
+pub mod render;
 mod syntax;
 mod unquote;
 pub mod validate;

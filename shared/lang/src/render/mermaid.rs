@@ -1,0 +1,284 @@
+//! Mermaid `stateDiagram-v2` text of a `Definition` (harel's `viz/mermaid.py`), line for
+//! line: composites fold their hooks into the title, orthogonal regions are split by
+//! `--`, ids are the full_path made identifier-safe, and `:` in labels is `#58;`.
+
+use harel_model::{Assign, Definition, EventFilter, Node, NodeId, NodeKind, Timeout, Transition};
+
+use super::guards::{branch_text, effect_text, guard_text};
+use super::{seconds_text, short_name, RenderError};
+
+const INDENT: &str = "  ";
+
+pub fn render(defn: &Definition) -> Result<String, RenderError> {
+    let mut out = vec!["stateDiagram-v2".to_string()];
+    emit_body(defn, defn.root, 0, &mut out)?;
+    Ok(out.join("\n"))
+}
+
+/// An identifier-safe id from the node's full_path.
+fn nid(defn: &Definition, id: NodeId) -> String {
+    defn.node(id)
+        .full_path
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `:` after a ` : ` separator is a Mermaid syntax error: it goes as the entity `#58;`.
+fn text(label: &str) -> String {
+    label.replace(':', "#58;")
+}
+
+fn desc_parts(node: &Node) -> Vec<String> {
+    let mut parts = Vec::new();
+    for (action, label) in [
+        (&node.on_enter, "on enter"),
+        (&node.on_activity, "on activity"),
+        (&node.on_exit, "on exit"),
+    ] {
+        if let Some(a) = action {
+            parts.push(format!("{label}: {}", short_name(&a.function)));
+        }
+    }
+    match &node.timeout {
+        Some(Timeout::Seconds(s)) => parts.push(format!("timeout: {}", seconds_text(*s))),
+        Some(Timeout::Context(key)) => parts.push(format!("timeout: context {key}")),
+        None => {}
+    }
+    if let Some(o) = node.outcome.as_deref().filter(|o| !o.is_empty()) {
+        parts.push(format!("outcome: {o}"));
+    }
+    if let Some(i) = node.invoke.as_deref().filter(|i| !i.is_empty()) {
+        parts.push(format!("invoke: {i}"));
+    }
+    if let Some((var, coll)) = &node.invoke_each {
+        parts.push(format!("invoke each: {var} in {coll}"));
+    }
+    parts
+}
+
+fn filter_text(ef: Option<&EventFilter>) -> Option<String> {
+    let ef = ef?;
+    Some(match guard_text(ef) {
+        Some(g) => format!("{}<br/>[{g}]", ef.kind),
+        None => ef.kind.clone(),
+    })
+}
+
+fn edge_suffix(ef: Option<&EventFilter>, assignments: &[Assign]) -> String {
+    let parts: Vec<String> = [filter_text(ef), effect_text(assignments)]
+        .into_iter()
+        .flatten()
+        .map(|p| text(&p))
+        .collect();
+    match parts.as_slice() {
+        [label, effect] => format!(" : {label}<br/>/ {effect}"),
+        [only] if ef.is_none() => format!(" : / {only}"),
+        [only] => format!(" : {only}"),
+        _ => String::new(),
+    }
+}
+
+fn branch_effect(assignments: &[Assign]) -> String {
+    effect_text(assignments)
+        .map(|e| format!("<br/>/ {}", text(&e)))
+        .unwrap_or_default()
+}
+
+fn emit_choice(
+    defn: &Definition,
+    source: NodeId,
+    t: &Transition,
+    pad: &str,
+    out: &mut Vec<String>,
+) {
+    let Some(choice) = &t.choice else {
+        return;
+    };
+    let src = nid(defn, source);
+    let node = format!("{src}__choose");
+    out.push(format!("{pad}state {node} <<choice>>"));
+    out.push(format!(
+        "{pad}{src} --> {node}{}",
+        edge_suffix(t.event_filter.as_ref(), &t.assignments)
+    ));
+    for (i, (guard, target)) in choice.branches.iter().enumerate() {
+        let assigns = choice
+            .branch_assignments
+            .get(i)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        out.push(format!(
+            "{pad}{node} --> {} : [{}]{}",
+            nid(defn, *target),
+            text(&branch_text(guard)),
+            branch_effect(assigns)
+        ));
+    }
+    if let Some(default) = choice.default {
+        out.push(format!(
+            "{pad}{node} --> {} : else{}",
+            nid(defn, default),
+            branch_effect(&choice.default_assignments)
+        ));
+    }
+}
+
+fn emit_selector(
+    defn: &Definition,
+    comp: NodeId,
+    source: NodeId,
+    t: &Transition,
+    pad: &str,
+    out: &mut Vec<String>,
+) -> Result<(), RenderError> {
+    let Some(selector) = &t.selector else {
+        return Ok(());
+    };
+    let resolve = |name: &str| {
+        defn.resolve_relative(comp, name)
+            .ok_or_else(|| RenderError::SelectorTarget {
+                target: name.to_string(),
+                scope: defn.node(comp).full_path.clone(),
+            })
+    };
+    let fn_ = short_name(&selector.action.function);
+    let src = nid(defn, source);
+    let choice = format!("{src}__{fn_}");
+    out.push(format!("{pad}state {choice} <<choice>>"));
+    out.push(format!(
+        "{pad}{src} --> {choice}{}",
+        edge_suffix(t.event_filter.as_ref(), &[])
+    ));
+    for (value, target_name) in &selector.mapper {
+        let target = resolve(target_name)?;
+        out.push(format!(
+            "{pad}{choice} --> {} : {fn_}={}",
+            nid(defn, target),
+            text(value)
+        ));
+    }
+    if let Some(default) = &selector.default {
+        let target = resolve(default)?;
+        out.push(format!("{pad}{choice} --> {} : else", nid(defn, target)));
+    }
+    Ok(())
+}
+
+fn emit_transitions(
+    defn: &Definition,
+    comp: NodeId,
+    pad: &str,
+    out: &mut Vec<String>,
+) -> Result<(), RenderError> {
+    let node = defn.node(comp);
+    for &child in &node.children {
+        for t in node.transitions.iter().filter(|t| t.source == child) {
+            if let Some(target) = t.target {
+                out.push(format!(
+                    "{pad}{} --> {}{}",
+                    nid(defn, child),
+                    nid(defn, target),
+                    edge_suffix(t.event_filter.as_ref(), &t.assignments)
+                ));
+            } else if t.selector.is_some() {
+                emit_selector(defn, comp, child, t, pad, out)?;
+            } else if t.choice.is_some() {
+                emit_choice(defn, child, t, pad, out);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn emit_leaf(defn: &Definition, id: NodeId, pad: &str, out: &mut Vec<String>) {
+    let node = defn.node(id);
+    let id_text = nid(defn, id);
+    if node.name != id_text {
+        out.push(format!("{pad}state \"{}\" as {id_text}", node.name));
+    }
+    for part in desc_parts(node) {
+        out.push(format!("{pad}{id_text} : {}", text(&part)));
+    }
+}
+
+fn composite_title(node: &Node) -> String {
+    let parts = desc_parts(node);
+    if parts.is_empty() {
+        node.name.clone()
+    } else {
+        format!("{}<br/>{}", node.name, parts.join("<br/>"))
+    }
+}
+
+fn emit_composite(
+    defn: &Definition,
+    id: NodeId,
+    indent: usize,
+    out: &mut Vec<String>,
+) -> Result<(), RenderError> {
+    let pad = INDENT.repeat(indent);
+    let node = defn.node(id);
+    let id_text = nid(defn, id);
+    let title = composite_title(node);
+    if title == id_text {
+        out.push(format!("{pad}state {id_text} {{"));
+    } else {
+        out.push(format!("{pad}state \"{title}\" as {id_text} {{"));
+    }
+    if node.kind == NodeKind::Orthogonal {
+        for (i, &region) in node.children.iter().enumerate() {
+            if i > 0 {
+                out.push(format!("{}--", INDENT.repeat(indent + 1)));
+            }
+            emit_composite(defn, region, indent + 1, out)?;
+        }
+    } else {
+        emit_body(defn, id, indent + 1, out)?;
+    }
+    out.push(format!("{pad}}}"));
+    Ok(())
+}
+
+fn emit_body(
+    defn: &Definition,
+    comp: NodeId,
+    indent: usize,
+    out: &mut Vec<String>,
+) -> Result<(), RenderError> {
+    let pad = INDENT.repeat(indent);
+    let node = defn.node(comp);
+    if let Some(start) = &node.start_state {
+        let s = defn
+            .child(comp, start)
+            .ok_or_else(|| RenderError::StartState {
+                start: start.clone(),
+                scope: node.full_path.clone(),
+            })?;
+        out.push(format!("{pad}[*] --> {}", nid(defn, s)));
+    }
+    for &child in &node.children {
+        if defn.node(child).is_composite() {
+            emit_composite(defn, child, indent, out)?;
+        } else {
+            emit_leaf(defn, child, &pad, out);
+        }
+    }
+    emit_transitions(defn, comp, &pad, out)?;
+    // a leaf with no outgoing transition in this scope is a sink: the final pseudostate
+    for &child in &node.children {
+        if !defn.node(child).is_composite() && !node.transitions.iter().any(|t| t.source == child) {
+            let line = format!("{pad}{} --> [*]", nid(defn, child));
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,241 @@
+//! PlantUML text of a `Definition` (harel's `viz/plantuml.py`), line for line.
+
+use harel_model::{Assign, Definition, EventFilter, NodeId, NodeKind, Transition};
+
+use super::guards::{branch_text, effect_text, guard_text};
+use super::{short_name, RenderError};
+
+const INDENT: &str = "  ";
+const HOOKS: [&str; 3] = ["on_enter", "on_activity", "on_exit"];
+
+pub fn render(defn: &Definition) -> Result<String, RenderError> {
+    Ok(emit(defn, defn.root, 0, "")?.join("\n"))
+}
+
+fn prefixed(defn: &Definition, id: NodeId) -> String {
+    defn.node(id).full_path.replace(' ', "")
+}
+
+/// `: Event\n[guard]\n/ effect`, the UML `event [guard] / effect` label (with PlantUML's
+/// literal `\n` line breaks).
+fn filter(ef: Option<&EventFilter>, assignments: &[Assign]) -> String {
+    let effect = effect_text(assignments);
+    let Some(ef) = ef else {
+        return effect.map(|e| format!(": / {e}")).unwrap_or_default();
+    };
+    let label = match guard_text(ef) {
+        Some(g) => format!(": {}\\n[{g}]", ef.kind),
+        None => format!(": {}", ef.kind),
+    };
+    match effect {
+        Some(e) => format!("{label}\\n/ {e}"),
+        None => label,
+    }
+}
+
+fn branch_effect(assignments: &[Assign]) -> String {
+    effect_text(assignments)
+        .map(|e| format!("\\n/ {e}"))
+        .unwrap_or_default()
+}
+
+/// A pseudo-state named after the source's parent path plus `leaf`.
+fn sibling_name(src: &str, leaf: &str) -> String {
+    let mut segs: Vec<&str> = src.split('.').collect();
+    segs.pop();
+    segs.push(leaf);
+    segs.join(".")
+}
+
+fn emit_choice(
+    defn: &Definition,
+    source: NodeId,
+    t: &Transition,
+    pad: &str,
+    out: &mut Vec<String>,
+) {
+    let Some(choice) = &t.choice else {
+        return;
+    };
+    let src = prefixed(defn, source);
+    let node = sibling_name(&src, &format!("{}_choose", defn.node(source).name));
+    out.push(format!("{pad}state {node}<<choice>>"));
+    out.push(format!(
+        "{pad}{src} --> {node}{}",
+        filter(t.event_filter.as_ref(), &t.assignments)
+    ));
+    for (i, (guard, target)) in choice.branches.iter().enumerate() {
+        let assigns = choice
+            .branch_assignments
+            .get(i)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        out.push(format!(
+            "{pad}{node} --> {}: [{}]{}",
+            prefixed(defn, *target),
+            branch_text(guard),
+            branch_effect(assigns)
+        ));
+    }
+    if let Some(default) = choice.default {
+        out.push(format!(
+            "{pad}{node} --> {}: else{}",
+            prefixed(defn, default),
+            branch_effect(&choice.default_assignments)
+        ));
+    }
+}
+
+fn emit_selector(
+    defn: &Definition,
+    comp: NodeId,
+    source: NodeId,
+    t: &Transition,
+    pad: &str,
+    out: &mut Vec<String>,
+) -> Result<(), RenderError> {
+    let Some(selector) = &t.selector else {
+        return Ok(());
+    };
+    let fn_ = short_name(&selector.action.function);
+    let src = prefixed(defn, source);
+    let choice = sibling_name(&src, fn_);
+    out.push(format!("{pad}state {choice}<<choice>>"));
+    // harel labels a selector's edge with its event only: its `set` is not drawn
+    out.push(format!(
+        "{pad}{src} --> {choice}{}",
+        filter(t.event_filter.as_ref(), &[])
+    ));
+    for (value, target_name) in &selector.mapper {
+        let target = defn.resolve_relative(comp, target_name).ok_or_else(|| {
+            RenderError::SelectorTarget {
+                target: target_name.clone(),
+                scope: defn.node(comp).full_path.clone(),
+            }
+        })?;
+        out.push(format!(
+            "{pad}{choice} --> {}: {fn_}={value}",
+            prefixed(defn, target)
+        ));
+    }
+    Ok(())
+}
+
+fn emit_transitions(
+    defn: &Definition,
+    comp: NodeId,
+    pad: &str,
+    out: &mut Vec<String>,
+) -> Result<(), RenderError> {
+    let node = defn.node(comp);
+    for &child in &node.children {
+        let trans: Vec<&Transition> = node
+            .transitions
+            .iter()
+            .filter(|t| t.source == child)
+            .collect();
+        if trans.is_empty() {
+            let line = format!("{pad}{} --> [*]", prefixed(defn, child));
+            if !out.contains(&line) {
+                out.push(line);
+            }
+            continue;
+        }
+        for t in trans {
+            if let Some(target) = t.target {
+                out.push(format!(
+                    "{pad}{} --> {}{}",
+                    prefixed(defn, child),
+                    prefixed(defn, target),
+                    filter(t.event_filter.as_ref(), &t.assignments)
+                ));
+            } else if t.selector.is_some() {
+                emit_selector(defn, comp, child, t, pad, out)?;
+            } else if t.choice.is_some() {
+                emit_choice(defn, child, t, pad, out);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn emit(
+    defn: &Definition,
+    comp: NodeId,
+    indent: usize,
+    end_line: &str,
+) -> Result<Vec<String>, RenderError> {
+    let pad = INDENT.repeat(indent);
+    let node = defn.node(comp);
+    let mut out = Vec::new();
+
+    // 1. action declarations for each child
+    for &child in &node.children {
+        let c = defn.node(child);
+        let pref = prefixed(defn, child);
+        for hook in HOOKS {
+            let action = match hook {
+                "on_enter" => &c.on_enter,
+                "on_activity" => &c.on_activity,
+                _ => &c.on_exit,
+            };
+            let Some(action) = action else {
+                continue;
+            };
+            let fn_ = short_name(&action.function);
+            if c.name == pref {
+                out.push(format!(
+                    "{pad}state {}: <b>{hook}</b>: <i>{fn_}</i>",
+                    c.name
+                ));
+            } else {
+                out.push(format!(
+                    "{pad}state \"{}\" as {pref}: <b>{hook}</b>: <i>{fn_}</i>",
+                    c.name
+                ));
+            }
+        }
+    }
+
+    // 2. composite child blocks
+    for &child in &node.children {
+        let c = defn.node(child);
+        if c.is_composite() {
+            let child_end = if c.kind == NodeKind::Orthogonal {
+                "||"
+            } else {
+                ""
+            };
+            let sub = emit(defn, child, indent + 1, child_end)?;
+            let pref = prefixed(defn, child);
+            if c.name == pref {
+                out.push(format!("{pad}state {} {{", c.name));
+            } else {
+                out.push(format!("{pad}state \"{}\" as {pref} {{", c.name));
+            }
+            out.extend(sub);
+            out.push(format!("{pad}}}"));
+            out.push(format!("{pad}{end_line}"));
+        }
+    }
+
+    // 3. the initial transition
+    if let Some(start) = &node.start_state {
+        let s = defn
+            .child(comp, start)
+            .ok_or_else(|| RenderError::StartState {
+                start: start.clone(),
+                scope: node.full_path.clone(),
+            })?;
+        out.push(format!("{pad}[*] --> {}", prefixed(defn, s)));
+    }
+
+    // 4. transitions and sinks, or drop the trailing region separator (harel pops the
+    // last line, whatever it is)
+    if !node.transitions.is_empty() {
+        emit_transitions(defn, comp, &pad, &mut out)?;
+    } else {
+        out.pop();
+    }
+    Ok(out)
+}
