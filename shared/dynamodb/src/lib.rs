@@ -113,17 +113,34 @@ impl DynamoDbStore {
     }
 
     /// A client from the SDK's standard configuration (environment, profile, including
-    /// `AWS_ENDPOINT_URL`), with `endpoint` overriding it when given; the tables are created
-    /// if missing, retrying until the endpoint answers (an emulator still starting up).
+    /// `AWS_ENDPOINT_URL`), with `endpoint` overriding it when given (then, as harel's
+    /// `create`, dummy credentials if none are configured; region `us-east-1` if none is);
+    /// the tables are created if missing, retrying until the endpoint answers (an emulator
+    /// still starting up).
     pub async fn create(
         endpoint: Option<&str>,
         prefix: &str,
         attempts: usize,
         delay: Duration,
     ) -> Result<Self, DynamoDbStoreError> {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        let region = aws_config::meta::region::RegionProviderChain::default_provider()
+            .or_else(aws_config::Region::new("us-east-1"));
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest()).region(region);
         if let Some(url) = endpoint {
             loader = loader.endpoint_url(url);
+            // as harel's `create`: an emulator (DynamoDB Local, LocalStack, moto) takes any
+            // credentials, so don't fail for lack of them when none are configured
+            if std::env::var_os("AWS_ACCESS_KEY_ID").is_none()
+                && std::env::var_os("AWS_PROFILE").is_none()
+            {
+                loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                    "test",
+                    "test",
+                    None,
+                    None,
+                    "harel-create",
+                ));
+            }
         }
         let config = loader.load().await;
         let client = Client::new(&config);
