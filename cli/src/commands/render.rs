@@ -1,10 +1,28 @@
-//! `harel render` (not built yet).
+//! `harel render FILE [NAME] [--mermaid]`: draw a machine as PlantUML or Mermaid text.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct RenderArgs {}
+use harel_lang::render::{mermaid, plantuml};
 
-pub async fn execute(_args: RenderArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`harel render` is not implemented yet")
+#[derive(clap::Args)]
+pub struct RenderArgs {
+    /// The .stm file
+    file: PathBuf,
+    /// Machine to select (if the file declares more than one)
+    name: Option<String>,
+    /// Emit Mermaid stateDiagram-v2 instead
+    #[arg(long)]
+    mermaid: bool,
+}
+
+pub async fn execute(args: RenderArgs) -> anyhow::Result<ExitCode> {
+    let defn = harel_lang::load_file(&args.file, args.name.as_deref())?;
+    let text = if args.mermaid {
+        mermaid::render(&defn)?
+    } else {
+        plantuml::render(&defn)?
+    };
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
 }

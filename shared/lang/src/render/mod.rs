@@ -8,9 +8,9 @@ pub mod plantuml;
 /// A machine a diagram cannot be drawn for (harel fails an assertion in these cases).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RenderError {
-    #[error("selector target {target} unresolved in {scope}")]
+    #[error("cannot draw the machine: selector target `{target}` does not resolve from `{scope}`")]
     SelectorTarget { target: String, scope: String },
-    #[error("start_state {start} not a child of {scope}")]
+    #[error("cannot draw the machine: initial state `{start}` is not a child of `{scope}`")]
     StartState { start: String, scope: String },
 }
 
