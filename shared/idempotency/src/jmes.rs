@@ -19,7 +19,7 @@ pub enum JmesError {
     #[error("invalid JMESPath expression {expression:?}: {source}")]
     Compile {
         expression: String,
-        source: JmespathError,
+        source: Box<JmespathError>,
     },
     #[error("JMESPath expression {expression:?} failed on the payload: {reason}")]
     Search { expression: String, reason: String },
@@ -56,7 +56,7 @@ impl JmesPath {
             .compile(expression)
             .map_err(|source| JmesError::Compile {
                 expression: expression.to_owned(),
-                source,
+                source: Box::new(source),
             })?;
         Ok(Self {
             source: expression.to_owned(),
