@@ -78,14 +78,18 @@ impl Config {
             check_url(ENDPOINT_URL, &endpoint)?;
         }
         let table_prefix = required(TABLE_PREFIX)?;
-        if !table_prefix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        {
+        // harel's table-name rule (`{prefix}_executions`, ...), shared with harel Python
+        let mut chars = table_prefix.chars();
+        let identifier = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && table_prefix.len() <= 30;
+        if !identifier {
             return Err(invalid(
                 TABLE_PREFIX,
                 &table_prefix,
-                "DynamoDB table names allow only A-Z a-z 0-9 _ - .",
+                "expected an identifier (a letter or _, then letters, digits or _; at most 30 characters)",
             ));
         }
         let queue_url = required(QUEUE_URL)?;

@@ -1,0 +1,129 @@
+//! Cold start: the configuration, the clients and the engine, built once per process. Any
+//! failure here stops the function before its first event, with the reason.
+
+use std::sync::Arc;
+
+use harel_dynamodb::DynamoDbStore;
+use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
+use harel_lambda::{Config, EngineDriver, Role, Worker};
+use harel_sqs::SqsTransport;
+
+use crate::{actions, machines};
+
+#[derive(thiserror::Error)]
+pub enum BootError {
+    #[error("configuration: {0}")]
+    Config(#[from] harel_lambda::ConfigError),
+    #[error(transparent)]
+    Machine(#[from] machines::MachineError),
+    #[error("actions bound by the machines but not implemented in Rust: {0}")]
+    Unbound(String),
+    #[error("store: {0}")]
+    Store(String),
+    #[error("idempotency: {0}")]
+    Idempotency(String),
+}
+
+/// `main` returning this error prints its Debug form: make that the readable reason.
+impl std::fmt::Debug for BootError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+pub type AppDriver = EngineDriver;
+pub type AppWorker = Worker<DynamoDbStore, SqsTransport, AppDriver, aws_sdk_dynamodb::Client>;
+
+/// Everything a function needs, built once.
+pub struct Booted {
+    pub config: Config,
+    pub store: DynamoDbStore,
+    pub transport: SqsTransport,
+    pub driver: AppDriver,
+    pub idempotency: Option<Idempotency<aws_sdk_dynamodb::Client>>,
+}
+
+impl Booted {
+    pub fn into_worker(self) -> Arc<AppWorker> {
+        Arc::new(Worker::new(
+            self.store,
+            self.transport,
+            self.driver,
+            self.idempotency,
+            self.config,
+        ))
+    }
+}
+
+/// JSON logs (CloudWatch reads them as structured records), level from `RUST_LOG` or
+/// `HAREL_LOG_LEVEL`, default `info`.
+pub fn init_tracing() {
+    let filter = std::env::var("RUST_LOG")
+        .or_else(|_| std::env::var("HAREL_LOG_LEVEL"))
+        .unwrap_or_else(|_| "info".to_string());
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_current_span(false)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
+
+/// The engine with the application's machines and actions, checked.
+pub fn driver() -> Result<AppDriver, BootError> {
+    let driver = EngineDriver::new(machines::definitions()?, actions::actions());
+    let unbound = driver.unbound_actions();
+    if !unbound.is_empty() {
+        let list: Vec<String> = unbound.iter().map(|(m, a)| format!("{m}: {a}")).collect();
+        return Err(BootError::Unbound(list.join(", ")));
+    }
+    Ok(driver)
+}
+
+pub async fn boot(role: Role) -> Result<Booted, BootError> {
+    let config = Config::from_env(role)?;
+    let driver = driver()?;
+    // the SDK's standard chain: AWS_REGION, credentials, AWS_ENDPOINT_URL for local endpoints
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)
+        .map_err(|e| BootError::Store(e.to_string()))?;
+    let mut transport = SqsTransport::new(aws_sdk_sqs::Client::new(&sdk), config.queue_url.clone());
+    if let Some(dlq) = &config.dlq_url {
+        transport = transport.with_dead_letter_queue(dlq.clone());
+    }
+    let idempotency = match &config.idempotency_table {
+        Some(table) if role == Role::Worker => {
+            let layer = DynamoDbPersistenceLayer::new(dynamodb, table.clone());
+            let settings = IdempotencyConfig::default()
+                .event_key_jmespath("messageId")
+                .expires_after_seconds(config.idempotency_expiry.as_secs());
+            Some(
+                Idempotency::new(layer, settings, "harel_worker")
+                    .map_err(|e| BootError::Idempotency(e.to_string()))?,
+            )
+        }
+        _ => None,
+    };
+    Ok(Booted {
+        config,
+        store,
+        transport,
+        driver,
+        idempotency,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_machine_loads_and_every_action_is_bound() {
+        let driver = driver().expect("the application boots");
+        let mut ids: Vec<&str> = driver.machine_ids().collect();
+        ids.sort();
+        assert_eq!(ids, vec!["Approval", "Flow", "Fulfilment", "Order"]);
+    }
+}
