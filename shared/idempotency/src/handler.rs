@@ -5,6 +5,7 @@
 //! failure is a PutItem and a DeleteItem. A local cache hit costs nothing.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
@@ -23,6 +24,8 @@ use crate::size::MAX_ITEM_SIZE;
 
 /// Powertools retries twice when the record changes between its put and its read.
 const MAX_RETRIES: usize = 2;
+
+static NO_DEADLINE_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Powertools' switch for development: `POWERTOOLS_IDEMPOTENCY_DISABLED=true` runs handlers
 /// without any persistence.
@@ -143,8 +146,9 @@ impl<C: Client> Idempotency<C> {
         let mut claimed = DataRecord::new(key.clone(), INPROGRESS);
         claimed.payload_hash = payload_hash.clone();
         claimed.in_progress_expiry_timestamp = deadline_ms;
-        if deadline_ms.is_none() {
-            tracing::warn!("Couldn't determine the remaining time left: in-progress records of this call never time out before they expire");
+        if deadline_ms.is_none() && !NO_DEADLINE_WARNED.swap(true, Ordering::Relaxed) {
+            // once per process, as Python's warnings.warn shows it once per call site
+            tracing::warn!("Couldn't determine the remaining time left: in-progress records without a deadline never time out before they expire");
         }
         let mut attempt = 0;
         loop {
