@@ -1,10 +1,358 @@
-//! `harel run` (not built yet).
+//! `harel run`: drive a machine with events over the in-memory store, printing each step
+//! as harel's CLI does (`(start)              -> Path`, `{kind:<20} -> Path`, then
+//! `status: DONE  outcome: success`).
+//!
+//! Beyond harel: `--json` prints the final Execution as harel JSON on stdout (the step lines
+//! go to stderr); `-e +30s` advances the clock (s, m or h) and sweeps the timers due at the
+//! new time once; actions with no implementation are no-ops returning null (one note on
+//! stderr) unless `--strict`, while `harel.lib.*` stay real; `--selector NAME=VALUE` fixes
+//! what a selector returns (successive flags for one NAME: successive calls, the last value
+//! then repeating; an unconfigured selector returns null).
+//!
+//! Every argument is checked before anything runs: a bad one is `error: ...`, exit 1.
 
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, bail, Context as _};
+use harel_lang::{load_file_with, validate_or_raise, LoadOptions};
+use harel_model::pyrepr::py_type_name;
+use harel_model::schema::{check_context, check_event, with_defaults};
+use harel_model::{Definition, Event, Execution, Object};
+use harel_runtime::{
+    Action, ActionContext, ActionFuture, ActionRegistry, Clock, DurableRunner, ManualClock,
+    RuntimeError, SystemClock,
+};
+use harel_store::MemoryStore;
+use serde_json::Value;
 
 #[derive(clap::Args)]
-pub struct RunArgs {}
+pub struct RunArgs {
+    /// The .stm file
+    pub file: PathBuf,
+    /// The machine to run (the file's only machine when omitted)
+    pub name: Option<String>,
+    /// An event to deliver (repeatable): KIND, KIND:'{...}' with data, or +30s (also m, h)
+    /// to advance the clock and fire the timers then due
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_name = "KIND[:JSON]",
+        allow_hyphen_values = true
+    )]
+    pub events: Vec<String>,
+    /// Initial context as a JSON object
+    #[arg(long, value_name = "JSON")]
+    pub seed: Option<String>,
+    /// Validate the machine before running it
+    #[arg(long)]
+    pub validate: bool,
+    /// Print the final Execution as harel JSON on stdout (the steps go to stderr)
+    #[arg(long)]
+    pub json: bool,
+    /// Refuse to run a machine whose actions have no implementation here
+    #[arg(long)]
+    pub strict: bool,
+    /// What a selector returns: NAME is its dotted path as written or bound, or the bare
+    /// handler name; VALUE is JSON when it parses, else a string (repeatable)
+    #[arg(long = "selector", value_name = "NAME=VALUE")]
+    pub selectors: Vec<String>,
+}
 
-pub async fn execute(_args: RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`harel run` is not implemented yet")
+/// One `-e` step.
+enum Step {
+    Event(Box<Event>),
+    Advance { label: String, seconds: f64 },
+}
+
+/// `+30`, `+30s`, `+1.5m`, `+2h` (as the differential harness reads them).
+fn duration(spec: &str) -> Option<f64> {
+    let rest = spec.strip_prefix('+')?;
+    let (num, unit) = match rest.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&rest[..i], c),
+        _ => (rest, 's'),
+    };
+    let factor = match unit {
+        's' => 1.0,
+        'm' => 60.0,
+        'h' => 3600.0,
+        _ => return None,
+    };
+    let valid = !num.is_empty()
+        && !num.starts_with('.')
+        && !num.ends_with('.')
+        && num.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && num.matches('.').count() <= 1;
+    valid.then(|| num.parse::<f64>().ok().map(|n| n * factor))?
+}
+
+/// `raw` as a JSON object, or harel's message naming `what` it was for.
+fn json_object(raw: &str, what: &str) -> anyhow::Result<Object> {
+    let value: Value =
+        serde_json::from_str(raw).map_err(|e| anyhow!("{what} is not valid JSON ({e})"))?;
+    match value {
+        Value::Object(o) => Ok(o),
+        other => bail!("{what} must be a JSON object, got {}", py_type_name(&other)),
+    }
+}
+
+fn parse_step(spec: &str) -> anyhow::Result<Step> {
+    if spec.starts_with('+') {
+        let seconds = duration(spec).ok_or_else(|| {
+            anyhow!("-e {spec}: a clock step is +N with an optional unit s, m or h (e.g. +30s)")
+        })?;
+        return Ok(Step::Advance {
+            label: spec.to_string(),
+            seconds,
+        });
+    }
+    Ok(Step::Event(Box::new(match spec.split_once(':') {
+        Some((kind, raw)) => {
+            Event::new(kind).with_data(json_object(raw, &format!("the data of -e {kind}"))?)
+        }
+        None => Event::new(spec),
+    })))
+}
+
+/// Every selector's function, and every hook's, in the Definition.
+fn action_names(defn: &Definition) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut hooks, mut selectors) = (BTreeSet::new(), BTreeSet::new());
+    for node in &defn.nodes {
+        for a in [&node.on_enter, &node.on_exit, &node.on_activity]
+            .into_iter()
+            .flatten()
+        {
+            hooks.insert(a.function.clone());
+        }
+        for t in &node.transitions {
+            if let Some(sel) = &t.selector {
+                selectors.insert(sel.action.function.clone());
+            }
+        }
+    }
+    (hooks, selectors)
+}
+
+/// A selector fixed from the command line: successive answers, the last one repeating.
+struct FixedAnswers(Mutex<VecDeque<Value>>);
+
+impl Action for FixedAnswers {
+    fn call<'a>(
+        &'a self,
+        _ctx: ActionContext<'a>,
+        _event: Option<&'a Event>,
+        _inputs: &'a Object,
+    ) -> ActionFuture<'a> {
+        let mut queue = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let answer = if queue.len() > 1 {
+            queue.pop_front()
+        } else {
+            queue.front().cloned()
+        };
+        Box::pin(std::future::ready(Ok(answer.unwrap_or(Value::Null))))
+    }
+}
+
+/// What an action with no implementation does here: nothing, returning null.
+struct NoOp;
+
+impl Action for NoOp {
+    fn call<'a>(
+        &'a self,
+        _ctx: ActionContext<'a>,
+        _event: Option<&'a Event>,
+        _inputs: &'a Object,
+    ) -> ActionFuture<'a> {
+        Box::pin(std::future::ready(Ok(Value::Null)))
+    }
+}
+
+/// The actions of this run: harel.lib, the fixed selectors, and no-ops for the rest.
+fn registry(
+    defn: &Definition,
+    binding: impl Fn(&str) -> Option<String>,
+    selector_specs: &[String],
+    strict: bool,
+) -> anyhow::Result<(ActionRegistry, Vec<String>)> {
+    let (hooks, selectors) = action_names(defn);
+    let mut answers: HashMap<String, VecDeque<Value>> = HashMap::new();
+    let mut order = Vec::new();
+    for spec in selector_specs {
+        let (name, raw) = spec
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--selector {spec:?} is not NAME=VALUE"))?;
+        // a bare handler name stands for the path its `bind` maps it to
+        let canonical = binding(name).unwrap_or_else(|| name.to_string());
+        if !selectors.contains(&canonical) {
+            let known: Vec<&str> = selectors.iter().map(String::as_str).collect();
+            bail!(
+                "--selector {name}: no selector of this machine calls it (its selectors: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        }
+        let value = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        if !answers.contains_key(&canonical) {
+            order.push(canonical.clone());
+        }
+        answers.entry(canonical).or_default().push_back(value);
+    }
+    let mut registry = ActionRegistry::with_stdlib();
+    for name in order {
+        let queue = answers.remove(&name).unwrap_or_default();
+        registry.register_action(name, Arc::new(FixedAnswers(Mutex::new(queue))));
+    }
+    let unimplemented: Vec<String> = hooks
+        .iter()
+        .chain(&selectors)
+        .filter(|n| !registry.contains(n))
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if strict && !unimplemented.is_empty() {
+        bail!(
+            "--strict: no implementation for {} (harel run implements only harel.lib.* and the selectors fixed with --selector)",
+            unimplemented.join(", ")
+        );
+    }
+    registry.set_fallback(Arc::new(NoOp));
+    Ok((registry, unimplemented))
+}
+
+fn path_text(exe: &Execution) -> &str {
+    exe.active_path.as_deref().unwrap_or("None")
+}
+
+pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let options = LoadOptions {
+        allow_unbound_actions: true,
+        ..LoadOptions::default()
+    };
+    let loaded = load_file_with(&args.file, args.name.as_deref(), &options)?;
+    let defn = loaded.definition;
+    if args.validate {
+        validate_or_raise(&defn)?;
+    }
+    // every argument is checked before anything runs
+    let seed = args
+        .seed
+        .as_deref()
+        .map(|raw| json_object(raw, "--seed"))
+        .transpose()?;
+    let steps = args
+        .events
+        .iter()
+        .map(|s| parse_step(s))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let initial = with_defaults(&defn.context_schema, &seed.clone().unwrap_or_default());
+    if let Err(e) = check_context(&defn.context_schema, &initial, true) {
+        bail!("{e} (give the initial context with --seed '{{...}}')");
+    }
+    for step in &steps {
+        if let Step::Event(ev) = step {
+            check_event(&defn.events, &ev.kind, &ev.data)?;
+        }
+    }
+    let (registry, unimplemented) = registry(
+        &defn,
+        |name| loaded.bindings.get(name).cloned(),
+        &args.selectors,
+        args.strict,
+    )?;
+
+    let clock = ManualClock::new(SystemClock.now());
+    let definition_id = defn.id.clone();
+    let runner = DurableRunner::new(MemoryStore::new(), [defn])
+        .with_registry(registry)
+        .with_clock(Arc::new(clock.clone()));
+
+    let mut out: Box<dyn std::io::Write> = if args.json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    if !unimplemented.is_empty() {
+        eprintln!(
+            "note: no implementation here for {}: run as no-ops returning null",
+            unimplemented.join(", ")
+        );
+    }
+    let mut exe = match runner.create(&definition_id, seed, None).await {
+        Ok(exe) => exe,
+        Err(RuntimeError::Context(e)) => {
+            bail!("{e} (give the initial context with --seed '{{...}}')")
+        }
+        Err(e) => return Err(e.into()),
+    };
+    writeln!(out, "(start)              -> {}", path_text(&exe))?;
+    for step in steps {
+        match step {
+            Step::Event(ev) => {
+                exe = runner.process(&exe.id, &ev).await?;
+                writeln!(out, "{:<20} -> {}", ev.kind, path_text(&exe))?;
+            }
+            Step::Advance { label, seconds } => {
+                clock.advance(seconds);
+                runner.fire_due_timers().await?;
+                exe = runner
+                    .get(&exe.id)
+                    .await?
+                    .context("the execution disappeared from the store")?;
+                writeln!(out, "{label:<20} -> {}", path_text(&exe))?;
+            }
+        }
+    }
+    writeln!(
+        out,
+        "status: {}  outcome: {}",
+        exe.status,
+        exe.outcome.as_deref().unwrap_or("None")
+    )?;
+    if args.json {
+        println!("{}", exe.to_json());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("+30s"), Some(30.0));
+        assert_eq!(duration("+30"), Some(30.0));
+        assert_eq!(duration("+1.5m"), Some(90.0));
+        assert_eq!(duration("+2h"), Some(7200.0));
+        assert_eq!(duration("+x"), None);
+        assert_eq!(duration("+3d"), None);
+        assert_eq!(duration("+.5s"), None);
+        assert_eq!(duration("+"), None);
+    }
+
+    #[test]
+    fn event_specs() {
+        assert!(
+            matches!(parse_step("Go").unwrap(), Step::Event(e) if e.kind == "Go" && e.data.is_empty())
+        );
+        let Step::Event(e) = parse_step(r#"Pay:{"n": 1}"#).unwrap() else {
+            panic!("an event")
+        };
+        assert_eq!(e.data["n"], serde_json::json!(1));
+        assert_eq!(
+            parse_step("Pay:[1]").err().unwrap().to_string(),
+            "the data of -e Pay must be a JSON object, got list"
+        );
+        assert!(parse_step("Pay:{")
+            .err()
+            .unwrap()
+            .to_string()
+            .starts_with("the data of -e Pay is not valid JSON"));
+    }
 }
