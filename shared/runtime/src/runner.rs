@@ -141,6 +141,21 @@ impl<S: ExecutionStore> DurableRunner<S> {
         self.loaded(execution_id).await
     }
 
+    /// One step of `exe` committed, without the relay (what a queue worker does with one
+    /// message): `None` starts it. Returns whether the step enqueued outbox emits or spawns
+    /// for a relay ([`DurableRunner::recover`]) to deliver.
+    pub async fn step(
+        &self,
+        exe: &mut Execution,
+        event: Option<&Event>,
+    ) -> Result<bool, RuntimeError> {
+        let kind = match event {
+            None => StepKind::Start,
+            Some(ev) => StepKind::Event(ev),
+        };
+        self.driver().run_step(exe, kind).await
+    }
+
     /// Deliver every timer due on this runner's clock; returns how many fired.
     pub async fn fire_due_timers(&self) -> Result<usize, RuntimeError> {
         self.driver().fire_due_timers().await

@@ -478,3 +478,18 @@ fn runner_futures_are_send() {
     assert_send(r.create("m", None, None));
     assert_send(r.fire_due_timers());
 }
+
+#[tokio::test]
+async fn a_single_step_commits_without_relaying() {
+    let clock = ManualClock::new(0.0);
+    let r = runner(defn(order_machine()), ActionRegistry::with_stdlib(), &clock);
+    let mut exe = harel_model::Execution::new("m").with_id("s");
+    let enqueued = r.step(&mut exe, None).await.unwrap();
+    assert!(enqueued, "the fork's spawns wait for a relay");
+    assert_eq!(exe.version, 1);
+    assert!(r.get("s:Fork.Pay:0").await.unwrap().is_none());
+    assert_eq!(r.store().pending_spawns().await.unwrap().len(), 2);
+    r.recover().await.unwrap();
+    assert!(r.get("s:Fork.Pay:0").await.unwrap().is_some());
+    assert!(r.store().pending_spawns().await.unwrap().is_empty());
+}
