@@ -1,0 +1,473 @@
+//! End to end on the moto server (`scripts/with-moto.sh cargo test -p harel-app`): the
+//! worker, relay and sweeper over the DynamoDB store, SQS FIFO and the DynamoDB idempotency
+//! table, compared with the same run in memory; and the AWS request counts per event.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use harel_dynamodb::DynamoDbStore;
+use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
+use harel_lambda::{create_body, Config, EngineDriver, ManualClock, Record, Role, Worker};
+use harel_model::{Event, Execution, Object, Status};
+use harel_sqs::{MemoryTransport, Outgoing, SqsTransport, Transport, REASON_ATTRIBUTE};
+use harel_store::{ExecutionStore, MemoryStore};
+
+/// Counts AWS requests by operation (the `X-Amz-Target` header of the JSON protocols).
+#[derive(Clone, Debug, Default)]
+struct Counter(Arc<Mutex<BTreeMap<String, usize>>>);
+
+impl Counter {
+    fn total(&self) -> usize {
+        self.0.lock().expect("lock").values().sum()
+    }
+    fn snapshot(&self) -> BTreeMap<String, usize> {
+        self.0.lock().expect("lock").clone()
+    }
+}
+
+impl Intercept for Counter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let op = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .unwrap_or("unknown")
+            .to_string();
+        *self.0.lock().expect("lock").entry(op).or_default() += 1;
+        Ok(())
+    }
+}
+
+fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL")
+        .or_else(|_| std::env::var("MOTO_ENDPOINT"))
+        .expect("AWS_ENDPOINT_URL is not set: run these tests under scripts/with-moto.sh")
+}
+
+fn config(queue: &str, dlq: &str, prefix: &str) -> Config {
+    let env = [
+        ("AWS_REGION", "us-east-1".to_string()),
+        ("HAREL_TABLE_PREFIX", prefix.to_string()),
+        ("HAREL_QUEUE_URL", queue.to_string()),
+        ("HAREL_DLQ_URL", dlq.to_string()),
+        ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
+    ];
+    Config::from_lookup(Role::Worker, |k| {
+        env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+    })
+    .expect("test config")
+}
+
+type Driver = EngineDriver<Arc<ManualClock>>;
+
+fn driver(clock: Arc<ManualClock>) -> Driver {
+    EngineDriver::with_clock(
+        harel_app::machines::definitions().expect("machines"),
+        harel_app::actions::actions(),
+        clock,
+    )
+}
+
+/// One way of carrying messages to the worker: SQS on moto, or the in-memory queue.
+trait Bus {
+    async fn send(&self, group: &str, body: String);
+    /// Deliver until the queue is empty; returns the records processed.
+    async fn pump(&self) -> usize;
+    async fn sweep(&self) -> usize;
+    async fn relay(&self);
+    async fn load(&self, id: &str) -> Execution;
+    fn clock(&self) -> &ManualClock;
+}
+
+struct Aws {
+    worker: Arc<Worker<DynamoDbStore, SqsTransport, Driver, aws_sdk_dynamodb::Client>>,
+    clock: Arc<ManualClock>,
+    dlq: String,
+    counter: Counter,
+}
+
+async fn aws() -> Aws {
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint())
+        .load()
+        .await;
+    let counter = Counter::default();
+    let ddb = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&sdk)
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let sqs = aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(&sdk)
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let prefix = format!("t{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let store = DynamoDbStore::new(ddb.clone(), &prefix).expect("prefix");
+    store.ensure_tables().await.expect("tables");
+    let idem_table = format!("{prefix}_idempotency");
+    ddb.create_table()
+        .table_name(&idem_table)
+        .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
+        .key_schema(
+            aws_sdk_dynamodb::types::KeySchemaElement::builder()
+                .attribute_name("id")
+                .key_type(aws_sdk_dynamodb::types::KeyType::Hash)
+                .build()
+                .expect("key"),
+        )
+        .attribute_definitions(
+            aws_sdk_dynamodb::types::AttributeDefinition::builder()
+                .attribute_name("id")
+                .attribute_type(aws_sdk_dynamodb::types::ScalarAttributeType::S)
+                .build()
+                .expect("attr"),
+        )
+        .send()
+        .await
+        .expect("idempotency table");
+    let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
+        .await
+        .expect("queue");
+    let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
+        .await
+        .expect("dlq");
+    let transport = SqsTransport::new(sqs, &queue).with_dead_letter_queue(&dlq);
+    let clock = Arc::new(ManualClock::at(1_000_000.0));
+    let layer = DynamoDbPersistenceLayer::new(ddb, idem_table);
+    let idempotency = Idempotency::new(
+        layer,
+        IdempotencyConfig::default().event_key_jmespath("messageId"),
+        "harel_worker",
+    )
+    .expect("idempotency");
+    let worker = Arc::new(Worker::new(
+        store,
+        transport,
+        driver(clock.clone()),
+        Some(idempotency),
+        config(&queue, &dlq, &prefix),
+    ));
+    Aws {
+        worker,
+        clock,
+        dlq,
+        counter,
+    }
+}
+
+impl Bus for Aws {
+    async fn send(&self, group: &str, body: String) {
+        let dedupe = uuid::Uuid::new_v4().to_string();
+        self.worker
+            .transport
+            .publish(Outgoing::raw(group, dedupe, body).expect("group"))
+            .await
+            .expect("send");
+    }
+
+    async fn pump(&self) -> usize {
+        let t = &self.worker.transport;
+        let mut processed = 0;
+        for _ in 0..50 {
+            let got = t
+                .receive(10, Duration::ZERO, Duration::from_secs(30))
+                .await
+                .expect("receive");
+            if got.is_empty() {
+                return processed;
+            }
+            let records: Vec<Record> = got
+                .iter()
+                .map(|m| Record {
+                    message_id: m.message_id.clone(),
+                    receipt_handle: m.receipt_handle.clone(),
+                    group_id: Some(m.group_id.clone()),
+                    body: m.body.clone(),
+                })
+                .collect();
+            let outcome = self.worker.handle_batch(records, None).await;
+            let failed = outcome.failed_ids();
+            // what the Lambda event source does: delete the successes; the failures come
+            // back (at once here, instead of after the visibility timeout)
+            for m in &got {
+                if failed.contains(&m.message_id) {
+                    t.park(&m.receipt_handle, Duration::ZERO)
+                        .await
+                        .expect("release");
+                } else {
+                    t.delete(t.queue_url(), &m.receipt_handle)
+                        .await
+                        .expect("delete");
+                    processed += 1;
+                }
+            }
+            assert!(
+                failed.is_empty(),
+                "unexpected failures: {:?}",
+                outcome.records
+            );
+        }
+        panic!("the queue never drained");
+    }
+
+    async fn sweep(&self) -> usize {
+        harel_lambda::sweep_once(
+            &self.worker.store,
+            &self.worker.transport,
+            self.clock.now_secs(),
+        )
+        .await
+        .expect("sweep")
+    }
+
+    async fn relay(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        harel_lambda::relay(
+            &self.worker.store,
+            &self.worker.transport,
+            &self.worker.driver,
+            deadline,
+        )
+        .await
+        .expect("relay");
+    }
+
+    async fn load(&self, id: &str) -> Execution {
+        self.worker
+            .store
+            .load(id)
+            .await
+            .expect("load")
+            .expect("exists")
+    }
+
+    fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+}
+
+struct Memory {
+    worker: Arc<Worker<MemoryStore, Arc<MemoryTransport>, Driver, harel_idempotency::MemoryClient>>,
+    transport: Arc<MemoryTransport>,
+    clock: Arc<ManualClock>,
+}
+
+fn memory() -> Memory {
+    let clock = Arc::new(ManualClock::at(1_000_000.0));
+    let transport = Arc::new(MemoryTransport::new());
+    let cfg = config("http://x/1/q.fifo", "http://x/1/d.fifo", "mem");
+    let worker = Arc::new(Worker::new(
+        MemoryStore::new(),
+        transport.clone(),
+        driver(clock.clone()),
+        None,
+        cfg,
+    ));
+    Memory {
+        worker,
+        transport,
+        clock,
+    }
+}
+
+impl Bus for Memory {
+    async fn send(&self, group: &str, body: String) {
+        let dedupe = uuid::Uuid::new_v4().to_string();
+        self.transport
+            .publish(Outgoing::raw(group, dedupe, body).expect("group"))
+            .await
+            .expect("send");
+    }
+    async fn pump(&self) -> usize {
+        let mut processed = 0;
+        loop {
+            let got = self.transport.take(10);
+            if got.is_empty() {
+                return processed;
+            }
+            let records = got
+                .iter()
+                .map(|m| Record {
+                    message_id: m.message_id.clone(),
+                    receipt_handle: m.receipt_handle.clone(),
+                    group_id: Some(m.group_id.clone()),
+                    body: m.body.clone(),
+                })
+                .collect();
+            let outcome = self.worker.handle_batch(records, None).await;
+            assert!(outcome.failed_ids().is_empty(), "{:?}", outcome.records);
+            processed += got.len();
+        }
+    }
+    async fn sweep(&self) -> usize {
+        harel_lambda::sweep_once(&self.worker.store, &*self.transport, self.clock.now_secs())
+            .await
+            .expect("sweep")
+    }
+    async fn relay(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        harel_lambda::relay(
+            &self.worker.store,
+            &*self.transport,
+            &self.worker.driver,
+            deadline,
+        )
+        .await
+        .expect("relay");
+    }
+    async fn load(&self, id: &str) -> Execution {
+        self.worker
+            .store
+            .load(id)
+            .await
+            .expect("load")
+            .expect("exists")
+    }
+    fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+}
+
+/// The Flow machine end to end: create, a state-only event, a timer, a fork into two regions
+/// (children spawned and started), broadcasts, the regions' Finished emits, the join, an
+/// action, the end. Returns the root and its children as they end.
+async fn flow_scenario(bus: &impl Bus, id: &str) -> Vec<Execution> {
+    let mut ctx = Object::new();
+    ctx.insert("amount".into(), serde_json::json!(7));
+    bus.send(id, create_body("Flow", ctx, Some(id))).await;
+    bus.pump().await;
+    assert_eq!(bus.load(id).await.active_path.as_deref(), Some("Idle"));
+    let go = Event::new("Go").with_id(format!("{id}-go"));
+    bus.send(id, go.to_json()).await;
+    bus.send(id, go.to_json()).await; // a duplicate: dropped by the processed mark
+    bus.pump().await;
+    assert_eq!(bus.load(id).await.active_path.as_deref(), Some("Waiting"));
+    bus.clock().advance(5.5);
+    assert_eq!(bus.sweep().await, 1);
+    bus.pump().await;
+    assert_eq!(bus.load(id).await.active_path.as_deref(), Some("Work"));
+    bus.clock().advance(1.0);
+    bus.send(id, Event::new("DoneA").with_id(format!("{id}-a")).to_json())
+        .await;
+    bus.send(id, Event::new("DoneB").with_id(format!("{id}-b")).to_json())
+        .await;
+    bus.pump().await;
+    assert_eq!(bus.load(id).await.active_path.as_deref(), Some("Shipping"));
+    bus.send(
+        id,
+        Event::new("Ship").with_id(format!("{id}-ship")).to_json(),
+    )
+    .await;
+    bus.pump().await;
+    bus.relay().await; // nothing left: the worker delivered inline
+    let root = bus.load(id).await;
+    assert_eq!(root.status, Status::Done, "{root:?}");
+    let mut all = vec![root.clone()];
+    for child in root.children.keys() {
+        all.push(bus.load(child).await);
+    }
+    all
+}
+
+#[tokio::test]
+async fn flow_on_moto_matches_the_in_memory_run() {
+    let aws = aws().await;
+    let mem = memory();
+    let on_aws = flow_scenario(&aws, "flow-1").await;
+    let in_memory = flow_scenario(&mem, "flow-1").await;
+    assert_eq!(on_aws.len(), 3);
+    for (a, m) in on_aws.iter().zip(&in_memory) {
+        assert_eq!(a.to_json(), m.to_json(), "{} differs", a.id);
+    }
+    assert_eq!(
+        on_aws[0].context.get("shipped"),
+        Some(&serde_json::json!(1))
+    );
+}
+
+#[tokio::test]
+async fn requests_per_event_on_moto() {
+    let aws = aws().await;
+    let before = aws.counter.total();
+    flow_scenario(&aws, "bench-1").await;
+    let after = aws.counter.snapshot();
+    let total = aws.counter.total() - before;
+    // the client's sends (create + 6 events incl. a duplicate) and the test's receive/delete
+    // calls are in the total too; the figures per operation go into the README
+    eprintln!("requests for the Flow scenario: {total}");
+    for (op, n) in &after {
+        eprintln!("  {op}: {n}");
+    }
+    assert!(total > 0);
+}
+
+#[tokio::test]
+async fn malformed_and_unknown_go_to_the_dlq_on_moto() {
+    let aws = aws().await;
+    aws.send("bad-1", "not json".into()).await;
+    aws.send("bad-2", create_body("NoSuchMachine", Object::new(), None))
+        .await;
+    aws.send("ok-1", create_body("Order", Object::new(), None))
+        .await;
+    aws.pump().await;
+    let t = &aws.worker.transport;
+    let dead = t
+        .receive_from(&aws.dlq, 10, Duration::ZERO, Duration::from_secs(30))
+        .await
+        .expect("dlq");
+    let mut reasons: Vec<String> = dead
+        .iter()
+        .map(|m| m.attribute(REASON_ATTRIBUTE).expect("reason").to_string())
+        .collect();
+    reasons.sort();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(reasons[0].contains("not JSON"), "{reasons:?}");
+    assert!(reasons[1].contains("unknown machine"), "{reasons:?}");
+    assert_eq!(aws.load("ok-1").await.status, Status::Running);
+}
+
+#[tokio::test]
+async fn suspended_groups_are_parked_on_moto() {
+    let aws = aws().await;
+    aws.send("s-1", create_body("Flow", Object::new(), None))
+        .await;
+    aws.pump().await;
+    let mut exe = aws.load("s-1").await;
+    exe.status = Status::Suspended;
+    aws.worker.store.save(&mut exe).await.expect("suspend");
+    aws.send("s-1", Event::new("Go").to_json()).await;
+    let t = &aws.worker.transport;
+    let got = t
+        .receive(10, Duration::ZERO, Duration::from_secs(30))
+        .await
+        .expect("receive");
+    assert_eq!(got.len(), 1);
+    let records = vec![Record {
+        message_id: got[0].message_id.clone(),
+        receipt_handle: got[0].receipt_handle.clone(),
+        group_id: Some(got[0].group_id.clone()),
+        body: got[0].body.clone(),
+    }];
+    let outcome = aws.worker.handle_batch(records, None).await;
+    assert_eq!(outcome.failed_ids(), vec![got[0].message_id.clone()]);
+    // parked for the recheck delay (5 s): not visible now
+    let hidden = t
+        .receive(10, Duration::ZERO, Duration::from_secs(30))
+        .await
+        .expect("receive");
+    assert!(hidden.is_empty());
+    let _ = AtomicUsize::new(0).load(Ordering::SeqCst);
+}
