@@ -109,3 +109,18 @@ async fn layer_form_and_errors() {
     assert!(call(&mut service, json!({"nope": 1})).await.is_err());
     assert_eq!(client.calls(), calls_before);
 }
+
+/// `lambda_runtime::run(idempotent(handler, idempotency))` type-checks as the Go package's
+/// `lambda.Start(idempotency.Idempotent(handle, store))` reads (not run: it needs the Lambda API).
+#[allow(dead_code)]
+async fn runs_under_lambda_runtime(
+    idempotency: Idempotency<aws_sdk_dynamodb::Client>,
+) -> Result<(), lambda_runtime::Error> {
+    async fn handler(event: LambdaEvent<Order>) -> Result<Receipt, lambda_runtime::Error> {
+        Ok(Receipt {
+            order_id: event.payload.order_id,
+            run: 1,
+        })
+    }
+    lambda_runtime::run(idempotent(service_fn(handler), idempotency)).await
+}
