@@ -1,4 +1,6 @@
 //! Test helpers shared by the test binaries: harel's Python, and the .stm files to compare.
+// each test binary uses a different subset of these helpers
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
