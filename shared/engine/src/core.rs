@@ -13,7 +13,8 @@ use crate::expr::evaluate;
 use crate::guard::Scopes;
 use crate::resolve::{
     active_node, any_pred, auto_pred, choice_branch, choice_index, event_pred, is_active,
-    is_deferred, is_valid_reposition_target, node_at, resolve, resolve_at, safe_teardown, Found,
+    is_deferred, is_valid_reposition_target, node_at, resolve_at, resolve_between, safe_teardown,
+    Found,
 };
 use crate::{ActionCall, CallKind, ChildSpec, EngineError, Host, StepEffects, TimerOp};
 
@@ -60,11 +61,7 @@ pub async fn start<H: Host>(
     exe: &mut Execution,
     host: &mut H,
 ) -> Result<StepEffects, EngineError> {
-    let mut run = Run {
-        defn,
-        host,
-        fx: StepEffects::default(),
-    };
+    let mut run = Run::new(defn, host);
     run.start(exe).await?;
     Ok(run.fx)
 }
@@ -76,11 +73,7 @@ pub async fn process<H: Host>(
     event: &Event,
     host: &mut H,
 ) -> Result<StepEffects, EngineError> {
-    let mut run = Run {
-        defn,
-        host,
-        fx: StepEffects::default(),
-    };
+    let mut run = Run::new(defn, host);
     run.process(exe, event).await?;
     Ok(run.fx)
 }
@@ -180,9 +173,93 @@ struct Run<'d, 'h, H> {
     defn: &'d Definition,
     host: &'h mut H,
     fx: StepEffects,
+    /// The node of `exe.root_path`, looked up once per step.
+    root: Option<NodeId>,
+    /// The node of `exe.active_path`: every move of the engine goes through `set_active`,
+    /// so the path is looked up at most once per step.
+    active: Option<NodeId>,
 }
 
-impl<H: Host> Run<'_, '_, H> {
+/// `*slot = Some(path)`, reusing the String already there.
+fn set_path(slot: &mut Option<String>, path: &str) {
+    match slot {
+        Some(s) => {
+            s.clear();
+            s.push_str(path);
+        }
+        None => *slot = Some(path.to_string()),
+    }
+}
+
+/// `history[parent] = child`, reusing the String already there (same order as an insert).
+fn record_history(history: &mut indexmap::IndexMap<String, String>, parent: &str, child: &str) {
+    match history.get_mut(parent) {
+        Some(v) => {
+            v.clear();
+            v.push_str(child);
+        }
+        None => {
+            history.insert(parent.to_string(), child.to_string());
+        }
+    }
+}
+
+impl<'d, H: Host> Run<'d, '_, H> {
+    fn new(defn: &'d Definition, host: &'d mut H) -> Run<'d, 'd, H> {
+        Run {
+            defn,
+            host,
+            fx: StepEffects::default(),
+            root: None,
+            active: None,
+        }
+    }
+
+    fn root(&mut self, exe: &Execution) -> Result<NodeId, EngineError> {
+        if let Some(r) = self.root {
+            return Ok(r);
+        }
+        let r = node_at(self.defn, &exe.root_path)?;
+        self.root = Some(r);
+        Ok(r)
+    }
+
+    fn active(&mut self, exe: &Execution) -> Result<NodeId, EngineError> {
+        if let Some(a) = self.active {
+            return Ok(a);
+        }
+        let a = active_node(self.defn, exe)?;
+        self.active = Some(a);
+        Ok(a)
+    }
+
+    fn set_active(&mut self, exe: &mut Execution, id: NodeId) {
+        set_path(&mut exe.active_path, &self.defn.node(id).full_path);
+        self.active = Some(id);
+    }
+
+    /// harel `_resolve` for the active configuration.
+    fn resolve<P: Fn(&Transition) -> bool>(
+        &mut self,
+        exe: &Execution,
+        pred: &P,
+        allow_parent: bool,
+    ) -> Result<Option<Found>, EngineError> {
+        let root = self.root(exe)?;
+        let active = self.active(exe)?;
+        resolve_between(self.defn, root, active, pred, allow_parent)
+    }
+
+    /// Pop the first deferred event (FIFO) the current configuration handles.
+    fn next_deferred(&mut self, exe: &mut Execution) -> Result<Option<(Event, Found)>, EngineError> {
+        for i in 0..exe.deferred.len() {
+            let found = self.resolve(exe, &event_pred(&exe.deferred[i], &exe.context), true)?;
+            if let Some(found) = found {
+                return Ok(Some((exe.deferred.remove(i), found)));
+            }
+        }
+        Ok(None)
+    }
     /// Run `node`'s own hook, if any; a node with a `timeout` arms it on enter and disarms
     /// it on exit.
     async fn run_hook(
@@ -323,12 +400,10 @@ impl<H: Host> Run<'_, '_, H> {
             let Some(child) = child else {
                 return Ok(());
             };
-            let child_path = &defn.node(child).full_path;
             // positioned on `child` before its enter runs: a failing hook must see it active
-            exe.active_path = Some(child_path.clone());
+            self.set_active(exe, child);
             self.run_hook(exe, child, CallKind::Enter, event).await?;
-            exe.history
-                .insert(node.full_path.clone(), child_path.clone());
+            record_history(&mut exe.history, &node.full_path, &defn.node(child).full_path);
             id = child;
         }
     }
@@ -344,7 +419,7 @@ impl<H: Host> Run<'_, '_, H> {
         let defn = self.defn;
         let t = found.transition(defn);
         if let Some(sel) = &t.selector {
-            let active = active_node(defn, exe)?;
+            let active = self.active(exe)?;
             let call = ActionCall {
                 node: defn.node(active),
                 kind: CallKind::Selector,
@@ -408,40 +483,52 @@ impl<H: Host> Run<'_, '_, H> {
             };
             Some(evaluate(defn, own.iter().chain(branch), scopes)?)
         };
-        let source = active_node(defn, exe)?;
+        let source = self.active(exe)?;
         let pivot = defn.lca(source, target);
-        let exits = defn
-            .chain(pivot, source)
-            .ok_or_else(|| EngineError::Corrupt("the pivot is not above the source".into()))?;
-        for &id in exits[1..].iter().rev() {
-            let node = defn.node(id);
-            exe.active_path = Some(node.full_path.clone());
-            self.run_hook(exe, id, CallKind::Exit, event).await?;
-            if let Some(parent) = node.parent {
-                exe.history
-                    .insert(defn.node(parent).full_path.clone(), node.full_path.clone());
-            }
+        // exited levels, innermost-first
+        let mut cur = source;
+        while cur != pivot {
+            let node = defn.node(cur);
+            self.set_active(exe, cur);
+            self.run_hook(exe, cur, CallKind::Exit, event).await?;
+            let parent = node
+                .parent
+                .ok_or_else(|| EngineError::Corrupt("the pivot is not above the source".into()))?;
+            record_history(&mut exe.history, &defn.node(parent).full_path, &node.full_path);
             if node.kind == NodeKind::Orthogonal || node.invoke_each.is_some() {
-                self.leave_regions(exe, id);
+                self.leave_regions(exe, cur);
             }
+            cur = parent;
         }
-        exe.active_path = Some(defn.node(pivot).full_path.clone());
+        self.set_active(exe, pivot);
         if let Some(values) = values.filter(|v| !v.is_empty()) {
             for (k, v) in &values {
                 exe.context.insert(k.clone(), v.clone());
-                self.fx.assigned.insert(k.clone(), v.clone());
+            }
+            for (k, v) in values {
+                self.fx.assigned.insert(k, v);
             }
         }
-        let enters = defn
-            .chain(pivot, target)
-            .ok_or_else(|| EngineError::Corrupt("the pivot is not above the target".into()))?;
-        for &id in &enters[1..] {
+        // entered levels, outermost-first: the depth-th ancestor of `target`, counting down
+        let mut depth = 0usize;
+        let mut cur = target;
+        while cur != pivot {
+            depth += 1;
+            cur = defn
+                .node(cur)
+                .parent
+                .ok_or_else(|| EngineError::Corrupt("the pivot is not above the target".into()))?;
+        }
+        for level in (0..depth).rev() {
+            let mut id = target;
+            for _ in 0..level {
+                id = defn.node(id).parent.expect("walked above: the pivot is an ancestor");
+            }
             let node = defn.node(id);
-            exe.active_path = Some(node.full_path.clone());
+            self.set_active(exe, id);
             self.run_hook(exe, id, CallKind::Enter, event).await?;
             if let Some(parent) = node.parent {
-                exe.history
-                    .insert(defn.node(parent).full_path.clone(), node.full_path.clone());
+                record_history(&mut exe.history, &defn.node(parent).full_path, &node.full_path);
             }
         }
         self.descend(exe, target, event).await
@@ -462,9 +549,9 @@ impl<H: Host> Run<'_, '_, H> {
     /// Follow automatic transitions; re-deliver deferred events; bubble sinks up; finish.
     async fn drain(&mut self, exe: &mut Execution) -> Result<(), EngineError> {
         let defn = self.defn;
-        let root = node_at(defn, &exe.root_path)?;
+        let root = self.root(exe)?;
         loop {
-            let active = active_node(defn, exe)?;
+            let active = self.active(exe)?;
             let node = defn.node(active);
             if node.invoke.is_some() {
                 return Err(EngineError::Unsupported(format!(
@@ -481,14 +568,14 @@ impl<H: Host> Run<'_, '_, H> {
                 expose_region_results(exe);
             }
 
-            let auto = resolve(defn, exe, &auto_pred(&exe.context), false)?;
+            let auto = self.resolve(exe, &auto_pred(&exe.context), false)?;
             if let Some(found) = auto {
                 self.fire(exe, found, None).await?;
                 continue;
             }
 
-            if resolve(defn, exe, &any_pred, false)?.is_some() {
-                if let Some((ev, found)) = next_deferred(defn, exe)? {
+            if self.resolve(exe, &any_pred, false)?.is_some() {
+                if let Some((ev, found)) = self.next_deferred(exe)? {
                     self.fire(exe, found, Some(&ev)).await?;
                     continue;
                 }
@@ -501,9 +588,8 @@ impl<H: Host> Run<'_, '_, H> {
             }
             self.run_hook(exe, active, CallKind::Exit, None).await?;
             if let Some(parent) = node.parent.filter(|p| *p != root) {
-                let ppath = &defn.node(parent).full_path;
-                exe.history.shift_remove(ppath);
-                exe.active_path = Some(ppath.clone());
+                exe.history.shift_remove(&defn.node(parent).full_path);
+                self.set_active(exe, parent);
                 continue;
             }
             // a region runs its root's own exit as it ends (symmetric with start)
@@ -550,7 +636,7 @@ impl<H: Host> Run<'_, '_, H> {
     async fn start(&mut self, exe: &mut Execution) -> Result<(), EngineError> {
         let defn = self.defn;
         exe.status = Status::Running;
-        let root = node_at(defn, &exe.root_path)?;
+        let root = self.root(exe)?;
         let start_node = defn
             .node(root)
             .start_state
@@ -566,7 +652,7 @@ impl<H: Host> Run<'_, '_, H> {
         if exe.parent_id.is_some() {
             self.run_hook(exe, root, CallKind::Enter, None).await?;
         }
-        exe.active_path = Some(defn.node(start_node).full_path.clone());
+        self.set_active(exe, start_node);
         self.run_hook(exe, start_node, CallKind::Enter, None)
             .await?;
         self.descend(exe, start_node, None).await?;
@@ -623,7 +709,8 @@ impl<H: Host> Run<'_, '_, H> {
             return Ok(());
         }
         exe.deferred.clear();
-        exe.active_path = Some(path.to_string());
+        let id = node_at(self.defn, path)?;
+        self.set_active(exe, id);
         self.drain(exe).await
     }
 
@@ -648,6 +735,7 @@ impl<H: Host> Run<'_, '_, H> {
                 exe.history.clear();
                 exe.deferred.clear();
                 exe.active_path = None;
+                self.active = None;
                 exe.outcome = None;
                 exe.error = None;
                 exe.status = Status::Pending;
@@ -660,7 +748,7 @@ impl<H: Host> Run<'_, '_, H> {
                 let live = matches!(exe.status, Status::Running | Status::Cancelling)
                     && exe.active_path.is_some();
                 let found = if live {
-                    resolve(defn, exe, &event_pred(event, &exe.context), true)?
+                    self.resolve(exe, &event_pred(event, &exe.context), true)?
                 } else {
                     None
                 };
@@ -744,11 +832,11 @@ impl<H: Host> Run<'_, '_, H> {
                 if exe.status != Status::Running {
                     return Ok(());
                 }
-                let found = resolve(defn, exe, &event_pred(event, &exe.context), true)?;
+                let found = self.resolve(exe, &event_pred(event, &exe.context), true)?;
                 match found {
                     Some(found) => self.fire(exe, found, Some(event)).await?,
                     None => {
-                        let active = active_node(defn, exe)?;
+                        let active = self.active(exe)?;
                         if is_deferred(defn, exe, &event.kind) {
                             exe.deferred.push(event.clone());
                         } else {
@@ -764,18 +852,4 @@ impl<H: Host> Run<'_, '_, H> {
             }
         }
     }
-}
-
-/// Pop the first deferred event (FIFO) the current configuration handles.
-fn next_deferred(
-    defn: &Definition,
-    exe: &mut Execution,
-) -> Result<Option<(Event, Found)>, EngineError> {
-    for i in 0..exe.deferred.len() {
-        let found = resolve(defn, exe, &event_pred(&exe.deferred[i], &exe.context), true)?;
-        if let Some(found) = found {
-            return Ok(Some((exe.deferred.remove(i), found)));
-        }
-    }
-    Ok(None)
 }

@@ -34,33 +34,24 @@ pub(crate) fn active_node(defn: &Definition, exe: &Execution) -> Result<NodeId, 
     node_at(defn, path)
 }
 
-/// Innermost composite wins; outer scopes are a fallback only when `allow_parent`, which
-/// the top-level call of an automatic lookup turns off (harel's asymmetry: an automatic
-/// transition of the outermost scope is not a fallback for a deeper active state).
-fn nested<P: Fn(&Transition) -> bool>(
+fn find_in<P: Fn(&Transition) -> bool>(
     defn: &Definition,
     scope: NodeId,
-    rel: &[NodeId],
+    source: NodeId,
     pred: &P,
-    allow_parent: bool,
 ) -> Option<Found> {
-    let head = rel[0];
-    if rel.len() > 1 {
-        if let Some(deeper) = nested(defn, head, &rel[1..], pred, true) {
-            return Some(deeper);
-        }
-        if !allow_parent {
-            return None;
-        }
-    }
     defn.node(scope)
         .transitions
         .iter()
-        .position(|t| t.source == head && pred(t))
+        .position(|t| t.source == source && pred(t))
         .map(|index| Found { scope, index })
 }
 
-/// `_resolve_between`: `root` must be an ancestor-or-self of `active`.
+/// harel `_nested` over the chain from `root` down to `active`, walked upward without
+/// allocating: the innermost scope wins and each outer scope is a fallback, except that the
+/// top-level call of an automatic lookup (`allow_parent` false) does not fall back to
+/// `root`'s own transitions when `active` is deeper than `root`'s direct child (harel's
+/// asymmetry). `root` must be an ancestor-or-self of `active`.
 pub(crate) fn resolve_between<P: Fn(&Transition) -> bool>(
     defn: &Definition,
     root: NodeId,
@@ -71,14 +62,26 @@ pub(crate) fn resolve_between<P: Fn(&Transition) -> bool>(
     if active == root {
         return Ok(None);
     }
-    let chain = defn.chain(root, active).ok_or_else(|| {
-        EngineError::Corrupt(format!(
-            "{:?} is not an ancestor of {:?}",
-            defn.node(root).full_path,
-            defn.node(active).full_path
-        ))
-    })?;
-    Ok(nested(defn, root, &chain[1..], pred, allow_parent))
+    let mut cur = active;
+    loop {
+        let scope = defn.node(cur).parent.ok_or_else(|| {
+            EngineError::Corrupt(format!(
+                "{:?} is not an ancestor of {:?}",
+                defn.node(root).full_path,
+                defn.node(active).full_path
+            ))
+        })?;
+        if scope == root {
+            if cur != active && !allow_parent {
+                return Ok(None);
+            }
+            return Ok(find_in(defn, scope, cur, pred));
+        }
+        if let Some(found) = find_in(defn, scope, cur, pred) {
+            return Ok(Some(found));
+        }
+        cur = scope;
+    }
 }
 
 pub(crate) fn resolve<P: Fn(&Transition) -> bool>(
