@@ -5,7 +5,7 @@ command line as our `harel run --json`, and prints the final root Execution as h
 (one document on stdout, nothing else):
 
     run_harel.py FILE [NAME] [-e KIND[:JSON] | -e +30s ...] [--seed JSON]
-                 [--selector NAME=VALUE ...] [--fail NAME ...]
+                 [--selector NAME=VALUE ...] [--fail NAME ...] [--timers-by-fire-at]
     run_harel.py --batch    < [[ARGS...], ...]     (many runs, one Python start-up)
 
 It answers actions the way our CLI does: an action that does not import for real is a
@@ -14,6 +14,8 @@ dotted path as written or bound, or the bare handler name; VALUE: JSON when it p
 string; repeating the flag for one NAME gives successive values, an unconfigured selector
 returns None). Real importable actions (`harel.lib.*`) stay real. `--fail NAME` makes that
 action raise `RuntimeError("NAME failed")`, for the `on error` cases only harel can run.
+`--timers-by-fire-at` sweeps due timers earliest first, as harel's DynamoDBStore does, where
+its DictStore sweeps them in the order they were first armed.
 
 The clock is ours: it starts at a fixed epoch and moves only on `-e +Ns` (also `m`, `h`),
 after which due timers are swept once (`runner.fire_due_timers()`), as `harel run -e +30s`
@@ -100,6 +102,17 @@ def _bind_stand_ins(defn, answers: Answers) -> None:
             ref.function = answers.stand_in(fn)
 
 
+def _by_fire_at(store_class):
+    """`store_class` sweeping due timers earliest first, as harel's DynamoDBStore does (its
+    DictStore sweeps them in the order their keys were first armed)."""
+
+    class ByFireAt(store_class):
+        def due_timers(self, now: float):
+            return sorted(super().due_timers(now), key=lambda t: t[2])
+
+    return ByFireAt
+
+
 def _duration(step: str) -> float | None:
     match = re.fullmatch(r"\+(\d+(?:\.\d+)?)([smh]?)", step)
     return None if match is None else float(match.group(1)) * _UNITS[match.group(2) or "s"]
@@ -122,6 +135,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed")
     p.add_argument("--selector", action="append", default=[])
     p.add_argument("--fail", action="append", default=[])
+    p.add_argument("--timers-by-fire-at", action="store_true")
     args = p.parse_args(argv)
 
     path = Path(args.file)
@@ -135,7 +149,8 @@ def main(argv: list[str]) -> int:
     _bind_stand_ins(defn, answers)
 
     now = [CLOCK_START]
-    runner = DurableRunner(DictStore(), {defn.id: defn}, clock=lambda: now[0], execution="inline")
+    store = _by_fire_at(DictStore)() if args.timers_by_fire_at else DictStore()
+    runner = DurableRunner(store, {defn.id: defn}, clock=lambda: now[0], execution="inline")
     seed = json.loads(args.seed) if args.seed else None
     try:
         exe = runner.create(defn.id, context=seed)

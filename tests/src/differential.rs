@@ -82,6 +82,14 @@ pub struct Case {
     /// harel Python runs it.
     #[serde(default)]
     pub needs_failing_action: bool,
+    /// harel Python sweeps due timers earliest first (as its DynamoDBStore does) instead of
+    /// in its DictStore's order.
+    #[serde(default)]
+    pub timers_by_fire_at: bool,
+    /// A difference we know of and keep, with why: the case must still differ (else the
+    /// mark is stale), and does not fail the test.
+    #[serde(default)]
+    pub known_difference: Option<String>,
 }
 
 impl Case {
@@ -110,6 +118,9 @@ impl Case {
         for name in &self.fail {
             args.push("--fail".into());
             args.push(name.clone());
+        }
+        if self.timers_by_fire_at {
+            args.push("--timers-by-fire-at".into());
         }
         args
     }
@@ -459,6 +470,8 @@ mod tests {
             fail: vec![],
             rejected: false,
             needs_failing_action: false,
+            timers_by_fire_at: false,
+            known_difference: None,
         };
         let out = |doc: Value| RunOutput {
             code: 0,
