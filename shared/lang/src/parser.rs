@@ -329,6 +329,8 @@ impl<'t> Cx<'t> {
 
     /// `action`: an `ActionSpec` marker (a bare NAME is a handler, a DOTTED path a literal).
     fn action(&self, pair: Pair<'_, Rule>) -> R<Value> {
+        let pos = pos_of(&pair);
+        let written = pair.as_str().to_string();
         let mut inner = pair.into_inner();
         let head = inner.next().expect("action has an action_ref");
         let kind = if head.as_rule() == Rule::DOTTED {
@@ -347,6 +349,17 @@ impl<'t> Cx<'t> {
                 _ => json!({"__param__": val.as_str()}),
             };
             inputs.insert(key, v);
+        }
+        if inputs.is_empty() && written.contains('(') {
+            // harel's transformer crashes on `()` (a TypeError, not a DslError), so such a
+            // file loads nowhere: refuse it with a reason instead
+            return Err(self.err(
+                pos,
+                format!(
+                    "`{}()`: an action without inputs is written without parentheses (harel 0.9.0 cannot load `()`)",
+                    head.as_str()
+                ),
+            ));
         }
         Ok(json!({"__action__": kind, "ref": head.as_str(), "inputs": inputs}))
     }

@@ -148,3 +148,17 @@ fn invoke_unsupported() {
     let expected = "broken.stm:3:13: `invoke` is not supported yet (submachines, fragments and imports come in a later version)\n      state A { invoke other.machine }\n                ^";
     assert_eq!(rendered(text, None), expected);
 }
+
+#[test]
+fn empty_parentheses() {
+    let text = "machine M {\n  initial A\n  state A { on enter pkg.f() }\n}\n";
+    let expected = "broken.stm:3:22: `pkg.f()`: an action without inputs is written without parentheses (harel 0.9.0 cannot load `()`)\n      state A { on enter pkg.f() }\n                         ^";
+    assert_eq!(rendered(text, None), expected);
+}
+
+#[test]
+fn columns_count_characters_not_bytes() {
+    let text = "machine M {\n  initial \"Été\"\n  state \"Été\" {} from A -> B\n}\n";
+    let expected = "broken.stm:3:25: unexpected `->`\n      state \"Été\" {} from A -> B\n                            ^\nexpected `to`, `choose`, `select` or `join`\nhint: transitions read `from A to B` — there is no `->` arrow";
+    assert_eq!(rendered(text, None), expected);
+}

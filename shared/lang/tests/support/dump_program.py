@@ -1,34 +1,20 @@
-"""Dump harel's parse of a .stm file as JSON, in the shape harel-lang's Program uses
-(ActionSpec -> {"__action__", "ref", "inputs"}, tuples -> lists)."""
+"""Dump harel's parse of a .stm file as JSON (see dump_program_lib); with a machine name,
+a second line holds the loader's resolved config for that machine."""
 import json
 import sys
 from pathlib import Path
 
-from harel.dsl.parser import ActionSpec, parse
+sys.path.insert(0, str(Path(__file__).parent))
+from dump_program_lib import conv, program_json  # noqa: E402
 
+from harel.dsl.parser import parse  # noqa: E402
 
-def conv(v):
-    if isinstance(v, ActionSpec):
-        return {"__action__": v.kind, "ref": v.ref, "inputs": conv(v.inputs)}
-    if isinstance(v, dict):
-        return {k: conv(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [conv(x) for x in v]
-    return v
-
-
-prog = parse(Path(sys.argv[1]).read_text())
-print(json.dumps({
-    "bindings": prog.bindings,
-    "guards": conv(prog.guards),
-    "events": conv(prog.events),
-    "machines": conv(prog.machines),
-    "fragments": conv(prog.fragments),
-}))
+text = Path(sys.argv[1]).read_text()
+print(json.dumps(program_json(parse(text))))
 
 if len(sys.argv) > 2:
     # the loader's resolved config for one machine, as handed to the builder
     from harel.dsl.loader import _resolve_cfg
 
-    cfg, _name, _ = _resolve_cfg(Path(sys.argv[1]).read_text(), sys.argv[2], None, None, None)
+    cfg, _name, _ = _resolve_cfg(text, sys.argv[2], None, None, None)
     print(json.dumps(conv(cfg)))
