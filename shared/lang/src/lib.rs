@@ -1,5 +1,16 @@
 //! The `.stm` language: harel 0.9.0's DSL parsed with pest, loaded into a `Definition`,
 //! statically validated and rendered.
+//!
+//! - [`parse`] / [`parse_file`]: text -> [`Program`], each machine as the config dict
+//!   harel's parser produces (the grammar, `stm.pest`, mirrors `grammar.lark` rule for rule);
+//! - [`load_file`] / [`load_str`] (and the `_with` forms taking [`LoadOptions`]): resolve
+//!   bindings and named guards, select the machine and build it with harel's builder;
+//! - [`validate`]: harel's static checks, same codes, severities and messages;
+//! - [`render`]: PlantUML and Mermaid text, as harel's `viz` draws them.
+//!
+//! Every failure is a [`LangError`] that renders as `file:line:col: message`, the source
+//! line and a caret. `import`, `fragment`, `use` and `invoke` parse but are refused by the
+//! loader until submachines land.
 
 pub mod error;
 pub mod loader;

@@ -65,6 +65,7 @@ fn describe(rule: Rule) -> String {
         Rule::OP => "a comparison (==, !=, <, <=, >, >=, in)".into(),
         Rule::ARITH => "an arithmetic operator (+, -, *, /)".into(),
         Rule::EOI => "the end of the file".into(),
+        Rule::start => "a declaration (`machine`, `event`, `guard`, `bind`)".into(),
         Rule::comparison => "a comparison".into(),
         Rule::guard_atom => "a guard name".into(),
         Rule::action => "an action".into(),
