@@ -219,7 +219,12 @@ impl<'d, H: Host> Run<'d, '_, H> {
         if let Some(r) = self.root {
             return Ok(r);
         }
-        let r = node_at(self.defn, &exe.root_path)?;
+        // a machine's own execution (the common case) is rooted at the definition's root
+        let r = if exe.root_path.is_empty() {
+            self.defn.root
+        } else {
+            node_at(self.defn, &exe.root_path)?
+        };
         self.root = Some(r);
         Ok(r)
     }
@@ -251,7 +256,10 @@ impl<'d, H: Host> Run<'d, '_, H> {
     }
 
     /// Pop the first deferred event (FIFO) the current configuration handles.
-    fn next_deferred(&mut self, exe: &mut Execution) -> Result<Option<(Event, Found)>, EngineError> {
+    fn next_deferred(
+        &mut self,
+        exe: &mut Execution,
+    ) -> Result<Option<(Event, Found)>, EngineError> {
         for i in 0..exe.deferred.len() {
             let found = self.resolve(exe, &event_pred(&exe.deferred[i], &exe.context), true)?;
             if let Some(found) = found {
@@ -351,11 +359,18 @@ impl<'d, H: Host> Run<'d, '_, H> {
     /// cancel every region it spawned that is still running.
     fn leave_regions(&mut self, exe: &mut Execution, id: NodeId) {
         let path = &self.defn.node(id).full_path;
-        *exe.invoke_seq.entry(path.clone()).or_insert(0) += 1;
-        let owned = format!("{}:{}", exe.id, path);
+        match exe.invoke_seq.get_mut(path) {
+            Some(seq) => *seq += 1,
+            None => {
+                exe.invoke_seq.insert(path.clone(), 1);
+            }
+        }
         for (cid, cs) in &exe.children {
+            // spawned here: `{exe.id}:{path}` then `.` (a region) or `:` (a fan-out instance)
             let mine = cid
-                .strip_prefix(owned.as_str())
+                .strip_prefix(exe.id.as_str())
+                .and_then(|rest| rest.strip_prefix(':'))
+                .and_then(|rest| rest.strip_prefix(path.as_str()))
                 .is_some_and(|rest| rest.starts_with('.') || rest.starts_with(':'));
             if !cs.finished && mine {
                 self.fx
@@ -403,7 +418,11 @@ impl<'d, H: Host> Run<'d, '_, H> {
             // positioned on `child` before its enter runs: a failing hook must see it active
             self.set_active(exe, child);
             self.run_hook(exe, child, CallKind::Enter, event).await?;
-            record_history(&mut exe.history, &node.full_path, &defn.node(child).full_path);
+            record_history(
+                &mut exe.history,
+                &node.full_path,
+                &defn.node(child).full_path,
+            );
             id = child;
         }
     }
@@ -494,7 +513,11 @@ impl<'d, H: Host> Run<'d, '_, H> {
             let parent = node
                 .parent
                 .ok_or_else(|| EngineError::Corrupt("the pivot is not above the source".into()))?;
-            record_history(&mut exe.history, &defn.node(parent).full_path, &node.full_path);
+            record_history(
+                &mut exe.history,
+                &defn.node(parent).full_path,
+                &node.full_path,
+            );
             if node.kind == NodeKind::Orthogonal || node.invoke_each.is_some() {
                 self.leave_regions(exe, cur);
             }
@@ -522,13 +545,20 @@ impl<'d, H: Host> Run<'d, '_, H> {
         for level in (0..depth).rev() {
             let mut id = target;
             for _ in 0..level {
-                id = defn.node(id).parent.expect("walked above: the pivot is an ancestor");
+                id = defn
+                    .node(id)
+                    .parent
+                    .expect("walked above: the pivot is an ancestor");
             }
             let node = defn.node(id);
             self.set_active(exe, id);
             self.run_hook(exe, id, CallKind::Enter, event).await?;
             if let Some(parent) = node.parent {
-                record_history(&mut exe.history, &defn.node(parent).full_path, &node.full_path);
+                record_history(
+                    &mut exe.history,
+                    &defn.node(parent).full_path,
+                    &node.full_path,
+                );
             }
         }
         self.descend(exe, target, event).await
