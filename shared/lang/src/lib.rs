@@ -5,7 +5,7 @@
 //!   harel's parser produces (the grammar, `stm.pest`, mirrors `grammar.lark` rule for rule);
 //! - [`load_file`] / [`load_str`] (and the `_with` forms taking [`LoadOptions`]): resolve
 //!   bindings and named guards, select the machine and build it with harel's builder;
-//! - [`validate`]: harel's static checks, same codes, severities and messages;
+//! - [`validate()`]: harel's static checks, same codes, severities and messages;
 //! - [`render`]: PlantUML and Mermaid text, as harel's `viz` draws them.
 //!
 //! Every failure is a [`LangError`] that renders as `file:line:col: message`, the source
