@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context as _};
+use harel_dynamodb::DynamoDbStore;
 use harel_lang::{load_file_with, validate_or_raise, LoadOptions};
 use harel_model::pyrepr::py_type_name;
 use harel_model::schema::{check_context, check_event, with_defaults};
@@ -25,7 +26,9 @@ use harel_runtime::{
     Action, ActionContext, ActionFuture, ActionRegistry, Clock, DurableRunner, ManualClock,
     RuntimeError, SystemClock,
 };
-use harel_store::MemoryStore;
+use harel_store::{ExecutionStore, MemoryStore};
+
+use super::show::{StoreArgs, StoreKind};
 use serde_json::Value;
 
 #[derive(clap::Args)]
@@ -59,6 +62,11 @@ pub struct RunArgs {
     /// handler name; VALUE is JSON when it parses, else a string (repeatable)
     #[arg(long = "selector", value_name = "NAME=VALUE")]
     pub selectors: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Continue this execution when the store has it, else create it under this id
+    #[arg(long, value_name = "ID")]
+    pub execution_id: Option<String>,
 }
 
 /// One `-e` step.
@@ -251,7 +259,11 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         .map(|s| parse_step(s))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let initial = with_defaults(&defn.context_schema, &seed.clone().unwrap_or_default());
-    if let Err(e) = check_context(&defn.context_schema, &initial, true) {
+    // (an --execution-id that exists needs no initial context; a new one is checked by create)
+    if let (None, Err(e)) = (
+        &args.execution_id,
+        check_context(&defn.context_schema, &initial, true),
+    ) {
         bail!("{e} (give the initial context with --seed '{{...}}')");
     }
     for step in &steps {
@@ -267,8 +279,61 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
     )?;
 
     let clock = ManualClock::new(SystemClock.now());
+    match args.store.store {
+        StoreKind::Memory => {
+            drive(
+                MemoryStore::new(),
+                defn,
+                registry,
+                clock,
+                seed,
+                steps,
+                unimplemented,
+                &args,
+            )
+            .await
+        }
+        StoreKind::Dynamodb => {
+            // endpoint and region from the SDK's standard configuration; tables created if missing
+            let store = DynamoDbStore::create(
+                None,
+                &args.store.table_prefix,
+                3,
+                std::time::Duration::from_millis(500),
+            )
+            .await
+            .with_context(|| {
+                format!("opening the DynamoDB tables {}_*", args.store.table_prefix)
+            })?;
+            drive(
+                store,
+                defn,
+                registry,
+                clock,
+                seed,
+                steps,
+                unimplemented,
+                &args,
+            )
+            .await
+        }
+    }
+}
+
+/// Run the steps over `store`: one code path whatever the store.
+#[allow(clippy::too_many_arguments)]
+async fn drive<S: ExecutionStore>(
+    store: S,
+    defn: Definition,
+    registry: ActionRegistry,
+    clock: ManualClock,
+    seed: Option<Object>,
+    steps: Vec<Step>,
+    unimplemented: Vec<String>,
+    args: &RunArgs,
+) -> anyhow::Result<ExitCode> {
     let definition_id = defn.id.clone();
-    let runner = DurableRunner::new(MemoryStore::new(), [defn])
+    let runner = DurableRunner::new(store, [defn])
         .with_registry(registry)
         .with_clock(Arc::new(clock.clone()));
 
@@ -283,14 +348,43 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             unimplemented.join(", ")
         );
     }
-    let mut exe = match runner.create(&definition_id, seed, None).await {
-        Ok(exe) => exe,
-        Err(RuntimeError::Context(e)) => {
-            bail!("{e} (give the initial context with --seed '{{...}}')")
-        }
-        Err(e) => return Err(e.into()),
+    let existing = match &args.execution_id {
+        Some(id) => runner.get(id).await?,
+        None => None,
     };
-    writeln!(out, "(start)              -> {}", path_text(&exe))?;
+    let mut exe = match existing {
+        Some(exe) => {
+            if exe.definition_id != definition_id {
+                bail!(
+                    "execution {:?} runs {:?}, not {definition_id:?}",
+                    exe.id,
+                    exe.definition_id
+                );
+            }
+            if seed.is_some() {
+                bail!(
+                    "--seed only sets the context of a new execution; {:?} exists",
+                    exe.id
+                );
+            }
+            writeln!(out, "(loaded)             -> {}", path_text(&exe))?;
+            exe
+        }
+        None => {
+            let exe = match runner
+                .create(&definition_id, seed, args.execution_id.as_deref())
+                .await
+            {
+                Ok(exe) => exe,
+                Err(RuntimeError::Context(e)) => {
+                    bail!("{e} (give the initial context with --seed '{{...}}')")
+                }
+                Err(e) => return Err(e.into()),
+            };
+            writeln!(out, "(start)              -> {}", path_text(&exe))?;
+            exe
+        }
+    };
     for step in steps {
         match step {
             Step::Event(ev) => {
