@@ -192,7 +192,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
             size,
         ));
     }
-    for op in &commit.timers {
+    for op in last_op_per_path(&commit.timers) {
         let mut item = Item::new();
         item.insert("execution_id".into(), s(&exe.id));
         match op {
@@ -287,6 +287,24 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         trace_item,
         trace_idx,
     })
+}
+
+/// The timer ops with only the last one per path: their sequential effect (a re-entered
+/// timed state cancels then re-arms its timer in one step). harel 0.9.0 sends both, and
+/// DynamoDB refuses a transaction with two operations on one item (ValidationException), so
+/// such a step can never commit there; harel's other backends apply them in order, as here.
+fn last_op_per_path(ops: &[TimerOp]) -> Vec<&TimerOp> {
+    let path = |op: &TimerOp| match op {
+        TimerOp::Schedule { path, .. } | TimerOp::Cancel { path } => path.clone(),
+    };
+    let mut out: Vec<&TimerOp> = Vec::with_capacity(ops.len());
+    for op in ops {
+        match out.iter().position(|o| path(o) == path(op)) {
+            Some(i) => out[i] = op,
+            None => out.push(op),
+        }
+    }
+    out
 }
 
 /// How a sent transaction ended.

@@ -21,7 +21,8 @@ macro_rules! contract_tests {
             timers_schedule_cancel_and_guarded_delete, load_for_event_reports_the_dedupe_mark,
             list_filters_and_pages, list_rejects_a_foreign_cursor, trace_ring_keeps_the_last_n,
             append_trace_uses_the_given_index, ids_with_prefix_finds_a_tree, purge_removes_a_tree_node,
-            save_is_a_bare_commit, floats_round_trip_exactly);
+            save_is_a_bare_commit, floats_round_trip_exactly,
+            a_timer_cancelled_and_rearmed_in_one_commit_stays_armed);
     };
     (@cases $make:path; $($case:ident),*) => {
         $(
@@ -822,4 +823,41 @@ where
         ok(store.due_timers(1e17).await, "due").is_empty(),
         "each guard matched its own value"
     );
+}
+
+pub async fn a_timer_cancelled_and_rearmed_in_one_commit_stays_armed<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("rearm");
+    let mut e = exe(&id);
+    let arm = |fire_at| TimerOp::Schedule {
+        path: "S".into(),
+        fire_at,
+    };
+    let c = Commit {
+        timers: vec![arm(10.0)],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "arm");
+    // a self-transition on a timed state: exit cancels, re-entry re-arms, in one step
+    let c = Commit {
+        timers: vec![TimerOp::Cancel { path: "S".into() }, arm(20.0)],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "cancel + re-arm");
+    assert_eq!(
+        due_list(&store, 100.0).await,
+        vec![(id.clone(), "S".into(), 20.0)]
+    );
+    // and the other way round: armed then cancelled in one step is disarmed
+    let c = Commit {
+        timers: vec![arm(30.0), TimerOp::Cancel { path: "S".into() }],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "arm + cancel");
+    assert!(due_list(&store, 100.0).await.is_empty());
 }
