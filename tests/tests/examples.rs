@@ -68,52 +68,79 @@ fn every_differential_machine_loads_in_harel_lang() {
     }
 }
 
-/// The README's main job prints, step by step, exactly what `harel run` prints in harel
-/// Python for the same machine and events.
+/// The README's main job, and the commands the other examples document in their headers,
+/// print step by step exactly what `harel run` prints in harel Python.
 #[test]
-fn readme_main_job_prints_the_same_steps_as_harel_python() {
+fn example_runs_print_the_same_steps_as_harel_python() {
     let root = workspace_root();
-    let events = ["PlaceOrder", "PaymentAuthorized", "Delivered"];
-    let mut args = vec!["run".to_owned(), "examples/order.stm".to_owned()];
-    for event in events {
-        args.push("-e".into());
-        args.push(event.into());
-    }
+    let runs: [(&str, &[&str]); 5] = [
+        (
+            "examples/order.stm",
+            &["PlaceOrder", "PaymentAuthorized", "Delivered"],
+        ),
+        (
+            "examples/approval.stm",
+            &[r#"Submit:{"amount": 250}"#, r#"Approve:{"by": "ann"}"#],
+        ),
+        (
+            "examples/approval.stm",
+            &[
+                r#"Submit:{"amount": 5000}"#,
+                r#"Approve:{"by": "bob"}"#,
+                r#"Approve:{"by": "cho"}"#,
+            ],
+        ),
+        (
+            "examples/fulfilment.stm",
+            &[
+                "Picked",
+                "PaymentCaptured",
+                r#"Packed:{"parcel": "P-17"}"#,
+                "Delivered",
+            ],
+        ),
+        ("examples/fulfilment.stm", &["Picked", "PaymentFailed"]),
+    ];
     let python = harel_python().expect("the harel Python venv");
-    let theirs = Command::new(&python)
-        .current_dir(&root)
-        .args(["-m", "harel.cli"])
-        .args(&args)
-        .output()
-        .expect("harel Python starts");
-    assert!(
-        theirs.status.success(),
-        "{}",
-        String::from_utf8_lossy(&theirs.stderr)
-    );
     let harel = harel_tests::differential::harel_binary().expect("our harel binary");
-    let ours = Command::new(harel)
-        .current_dir(&root)
-        .args(&args)
-        .output()
-        .expect("harel run starts");
-    assert!(
-        ours.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ours.stderr)
-    );
-    let (theirs, ours) = (
-        String::from_utf8_lossy(&theirs.stdout),
-        String::from_utf8_lossy(&ours.stdout),
-    );
-    assert!(
-        theirs.ends_with("status: DONE  outcome: success\n"),
-        "harel Python: {theirs}"
-    );
-    assert_eq!(
-        ours,
-        theirs,
-        "harel run differs from harel Python:\n{}",
-        harel_tests::textdiff::line_diff(&theirs, &ours, 2)
-    );
+    for (file, events) in runs {
+        let mut args = vec!["run".to_owned(), file.to_owned()];
+        for event in events {
+            args.push("-e".into());
+            args.push((*event).into());
+        }
+        let theirs = Command::new(&python)
+            .current_dir(&root)
+            .args(["-m", "harel.cli"])
+            .args(&args)
+            .output()
+            .expect("harel Python starts");
+        assert!(
+            theirs.status.success(),
+            "{}",
+            String::from_utf8_lossy(&theirs.stderr)
+        );
+        let ours = Command::new(&harel)
+            .current_dir(&root)
+            .args(&args)
+            .output()
+            .expect("harel run starts");
+        assert!(
+            ours.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        let (theirs, ours) = (
+            String::from_utf8_lossy(&theirs.stdout),
+            String::from_utf8_lossy(&ours.stdout),
+        );
+        assert!(theirs.contains("\nstatus: DONE"), "harel Python: {theirs}");
+        assert_eq!(
+            ours,
+            theirs,
+            "harel {} differs from harel Python:\n{}",
+            args.join(" "),
+            harel_tests::textdiff::line_diff(&theirs, &ours, 2)
+        );
+    }
 }
