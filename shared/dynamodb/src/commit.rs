@@ -99,7 +99,12 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
 
     let trace_idx = match (&commit.trace, known_trace_max) {
         (Some(_), Some(max)) => Some(max.map_or(0, |m| m + 1)),
-        (Some(_), None) => unreachable!("a traced commit resolves the trace max first"),
+        (Some(_), None) => {
+            return Err(StoreError::Other(format!(
+                "internal: the trace index of {:?} was not resolved before laying out its commit",
+                exe.id
+            )))
+        }
         (None, Some(max)) => max,
         (None, None) => None,
     };
