@@ -26,6 +26,7 @@ its schema) prints `error: <harel's message>` on stderr and exits 1.
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import importlib
 import json
@@ -113,6 +114,22 @@ def _by_fire_at(store_class):
     return ByFireAt
 
 
+_LOADED: dict = {}
+
+
+def _load(path: Path, name):
+    """The file's bindings and a private copy of its Definition (stand-ins are bound into
+    it). Parsing dominates a run, so a batch parses each (file, machine) once."""
+    from harel.dsl import definition_from_dsl_file
+    from harel.dsl.parser import parse
+
+    key = (path.resolve(), name, path.stat().st_mtime_ns)
+    if key not in _LOADED:
+        _LOADED[key] = (parse(path.read_text()).bindings, definition_from_dsl_file(path, name))
+    bindings, defn = _LOADED[key]
+    return bindings, copy.deepcopy(defn)
+
+
 def _duration(step: str) -> float | None:
     match = re.fullmatch(r"\+(\d+(?:\.\d+)?)([smh]?)", step)
     return None if match is None else float(match.group(1)) * _UNITS[match.group(2) or "s"]
@@ -122,8 +139,7 @@ def main(argv: list[str]) -> int:
     # harel logs an unhandled action error with its traceback; the JSON on stdout says it all
     logging.disable(logging.CRITICAL)
     from harel.definition.events import ContextError, EventError
-    from harel.dsl import DslError, definition_from_dsl_file
-    from harel.dsl.parser import parse
+    from harel.dsl import DslError
     from harel.engine.durable import DurableRunner
     from harel.engine.store import DictStore
     from harel.spec.states import Event
@@ -140,8 +156,7 @@ def main(argv: list[str]) -> int:
 
     path = Path(args.file)
     try:
-        bindings = parse(path.read_text()).bindings
-        defn = definition_from_dsl_file(path, args.name)
+        bindings, defn = _load(path, args.name)
     except DslError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
