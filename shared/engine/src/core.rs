@@ -525,11 +525,9 @@ impl<'d, H: Host> Run<'d, '_, H> {
         }
         self.set_active(exe, pivot);
         if let Some(values) = values.filter(|v| !v.is_empty()) {
-            for (k, v) in &values {
-                exe.context.insert(k.clone(), v.clone());
-            }
             for (k, v) in values {
-                self.fx.assigned.insert(k, v);
+                exe.context.insert(k.to_string(), v.clone());
+                self.fx.assigned.insert(k.to_string(), v);
             }
         }
         // entered levels, outermost-first: the depth-th ancestor of `target`, counting down

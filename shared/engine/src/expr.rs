@@ -3,7 +3,7 @@
 
 use harel_model::pyrepr::{py_repr, py_type_name};
 use harel_model::schema::value_fits;
-use harel_model::{Assign, Definition, Expr, Object, Scope};
+use harel_model::{Assign, Definition, Expr, Scope};
 use serde_json::{Number, Value};
 
 use crate::guard::Scopes;
@@ -112,14 +112,15 @@ pub fn value_of(expr: &Expr, scopes: Scopes<'_>) -> Result<Value, ExpressionErro
     }
 }
 
-/// The values a transition's `set` writes: every right-hand side is evaluated against the
-/// context and event as they are before any is applied, and checked against the schema.
+/// The values a transition's `set` writes, in order (applying them in order gives harel's
+/// dict of values): every right-hand side is evaluated against the context and event as
+/// they are before any is applied, and checked against the schema.
 pub fn evaluate<'a>(
     defn: &Definition,
     assignments: impl Iterator<Item = &'a Assign>,
     scopes: Scopes<'_>,
-) -> Result<Object, ExpressionError> {
-    let mut values = Object::new();
+) -> Result<Vec<(&'a str, Value)>, ExpressionError> {
+    let mut values = Vec::with_capacity(1);
     for assign in assignments {
         let value = value_of(&assign.expr, scopes)?;
         if let Some(spec) = defn.context_schema.get(&assign.field) {
@@ -135,7 +136,7 @@ pub fn evaluate<'a>(
                 )));
             }
         }
-        values.insert(assign.field.clone(), value);
+        values.push((assign.field.as_str(), value));
     }
     Ok(values)
 }
@@ -143,7 +144,7 @@ pub fn evaluate<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harel_model::FieldRef;
+    use harel_model::{FieldRef, Object};
     use serde_json::json;
 
     fn lit(v: Value) -> Box<Expr> {

@@ -140,6 +140,8 @@ pub enum EngineError {
 }
 
 /// Drive a step whose host answers synchronously (ready futures): poll it once.
+/// Inlined so the (large) step future is built in place rather than moved in.
+#[inline(always)]
 pub fn run_ready<F: Future>(fut: F) -> Option<F::Output> {
     let mut fut = pin!(fut);
     match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
