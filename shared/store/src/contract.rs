@@ -290,10 +290,11 @@ where
         }],
         trace: Some(obj(json!({"who": tag}))),
     };
-    let (ra, rb) = tokio::join!(
-        store.commit(&mut a, side("a")),
-        store.commit(&mut b, side("b"))
-    );
+    // both writers hold version 1; they commit one after the other rather than truly at once,
+    // because moto (the DynamoDB emulator these run on) does not isolate concurrent
+    // transactions: a cancelled one restores a snapshot of whole tables, undoing the winner
+    let ra = store.commit(&mut a, side("a")).await;
+    let rb = store.commit(&mut b, side("b")).await;
     let (winner, loser, wr, lr) = match (&ra, &rb) {
         (Ok(_), Err(_)) => ("a", "b", &a, rb),
         (Err(_), Ok(_)) => ("b", "a", &b, ra),
