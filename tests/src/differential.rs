@@ -126,6 +126,119 @@ impl Case {
     }
 }
 
+/// A pool to draw random scripts from (`random.json`): a machine, its seed, the steps a
+/// script may take, and the selector answers both sides get.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RandomPlan {
+    pub machine: String,
+    #[serde(default)]
+    pub machine_name: Option<String>,
+    #[serde(default)]
+    pub seed: Option<Value>,
+    pub pool: Vec<Step>,
+    #[serde(default)]
+    pub selectors: Vec<String>,
+}
+
+/// SplitMix64: a reproducible stream from one seed, so a failing script can be replayed.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// `per_plan` random scripts of 1..=`max_len` steps for each plan, drawn from `seed`.
+/// Timers are swept earliest first on the Python side too (as harel's DynamoDBStore does):
+/// the DictStore's own order is pinned by a case of its own.
+pub fn random_cases(plans: &[RandomPlan], seed: u64, per_plan: usize, max_len: usize) -> Vec<Case> {
+    let mut rng = SplitMix(seed);
+    let mut cases = Vec::new();
+    for plan in plans {
+        let stem = Path::new(&plan.machine)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for i in 0..per_plan {
+            let len = 1 + rng.below(max_len.max(1));
+            let steps = (0..len)
+                .map(|_| plan.pool[rng.below(plan.pool.len())].clone())
+                .collect();
+            cases.push(Case {
+                name: format!(
+                    "random_{stem}_{}_{i}",
+                    plan.machine_name.as_deref().unwrap_or("")
+                ),
+                machine: plan.machine.clone(),
+                machine_name: plan.machine_name.clone(),
+                seed: plan.seed.clone(),
+                steps,
+                selectors: plan.selectors.clone(),
+                fail: Vec::new(),
+                rejected: false,
+                needs_failing_action: false,
+                timers_by_fire_at: true,
+                known_difference: None,
+            });
+        }
+    }
+    cases
+}
+
+/// A case as a `cases.json` line, to keep a random script that found a difference.
+pub fn case_json(case: &Case) -> String {
+    let steps: Vec<Value> = case
+        .steps
+        .iter()
+        .map(|s| match s {
+            Step::Plain(text) => Value::String(text.clone()),
+            Step::WithData(kind, data) => Value::Array(vec![
+                Value::String(kind.clone()),
+                Value::Object(data.clone()),
+            ]),
+        })
+        .collect();
+    let mut obj = Map::new();
+    obj.insert("name".into(), Value::String(case.name.clone()));
+    obj.insert("machine".into(), Value::String(case.machine.clone()));
+    if let Some(name) = &case.machine_name {
+        obj.insert("machine_name".into(), Value::String(name.clone()));
+    }
+    if let Some(seed) = &case.seed {
+        obj.insert("seed".into(), seed.clone());
+    }
+    obj.insert("steps".into(), Value::Array(steps));
+    if !case.selectors.is_empty() {
+        let answers = case.selectors.iter().cloned().map(Value::String).collect();
+        obj.insert("selectors".into(), Value::Array(answers));
+    }
+    if case.timers_by_fire_at {
+        obj.insert("timers_by_fire_at".into(), Value::Bool(true));
+    }
+    Value::Object(obj).to_string()
+}
+
+/// Reads `random.json`.
+pub fn load_plans(path: &Path) -> Result<Vec<RandomPlan>, HarnessError> {
+    let text = std::fs::read_to_string(path).map_err(|source| HarnessError::Corpus {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| HarnessError::CorpusFormat {
+        path: path.to_owned(),
+        source,
+    })
+}
+
 /// Reads `cases.json`.
 pub fn load_cases(path: &Path) -> Result<Vec<Case>, HarnessError> {
     let text = std::fs::read_to_string(path).map_err(|source| HarnessError::Corpus {
@@ -495,6 +608,22 @@ mod tests {
             }
             other => panic!("expected a difference, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn random_scripts_are_reproducible_from_their_seed() {
+        let plans: Vec<RandomPlan> = serde_json::from_value(json!([
+            {"machine": "m.stm", "pool": ["A", "B", ["C", {"x": 1}], "+5s"]}
+        ]))
+        .expect("a plan");
+        let first = random_cases(&plans, 7, 5, 6);
+        let again = random_cases(&plans, 7, 5, 6);
+        let other = random_cases(&plans, 8, 5, 6);
+        let text = |cs: &[Case]| cs.iter().map(case_json).collect::<Vec<_>>().join("\n");
+        assert_eq!(text(&first), text(&again));
+        assert_ne!(text(&first), text(&other));
+        assert_eq!(first.len(), 5);
+        assert!(first.iter().all(|c| (1..=6).contains(&c.steps.len())));
     }
 
     #[test]
