@@ -147,6 +147,14 @@ fn hint(line: &str) -> Option<String> {
 fn token_at(text: &str, offset: usize) -> String {
     let rest = &text[offset..];
     let first = rest.chars().next().unwrap_or(' ');
+    if first == '"' {
+        // a string literal, up to its closing quote on this line
+        let body: String = rest[1..]
+            .chars()
+            .take_while(|c| *c != '"' && *c != '\n')
+            .collect();
+        return format!("\"{body}\"");
+    }
     let tok: String = if first.is_alphanumeric() || first == '_' {
         rest.chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
