@@ -104,6 +104,30 @@ fn effect<'d>(
     (&t.assignments, branch)
 }
 
+/// A region's deterministic id, `{exe_id}:{region path}:{entry seq}` (built without the
+/// formatting machinery: this runs on every fork).
+fn child_id(exe_id: &str, path: &str, seq: u64) -> String {
+    let mut digits = [0u8; 20];
+    let mut n = seq;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let digits = std::str::from_utf8(&digits[i..]).expect("ASCII digits");
+    let mut id = String::with_capacity(exe_id.len() + path.len() + digits.len() + 2);
+    id.push_str(exe_id);
+    id.push(':');
+    id.push_str(path);
+    id.push(':');
+    id.push_str(digits);
+    id
+}
+
 fn joined(exe: &Execution) -> bool {
     exe.children.values().all(|c| c.finished)
 }
@@ -125,7 +149,7 @@ fn region_key<'a>(exe_id: &str, child_id: &'a str) -> &'a str {
 /// At a join, surface each region's outcome and carried context, only when some region
 /// reported something.
 fn expose_region_results(exe: &mut Execution) {
-    let mut results = Object::new();
+    let mut results = Object::with_capacity(exe.children.len());
     let mut reported = false;
     for (cid, cs) in &exe.children {
         let key = if cs.key.is_empty() {
@@ -133,7 +157,7 @@ fn expose_region_results(exe: &mut Execution) {
         } else {
             &cs.key
         };
-        let mut r = Object::new();
+        let mut r = Object::with_capacity(1 + cs.result.len());
         r.insert(
             "outcome".into(),
             cs.outcome.clone().map_or(Value::Null, Value::String),
@@ -333,7 +357,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
         exe.children.clear();
         for &child in &node.children {
             let c = self.defn.node(child);
-            let cid = format!("{}:{}:{}", exe.id, c.full_path, seq);
+            let cid = child_id(&exe.id, &c.full_path, seq);
             let passed: Object = node
                 .invoke_with
                 .iter()
@@ -627,7 +651,8 @@ impl<'d, H: Host> Run<'d, '_, H> {
             if exe.status == Status::Running {
                 exe.status = Status::Done;
                 if let Some(parent_id) = exe.parent_id.clone() {
-                    let mut data = Object::new();
+                    let carry = &defn.node(root).carry;
+                    let mut data = Object::with_capacity(3 + carry.len());
                     data.insert(
                         "child_id".into(),
                         exe.child_id.clone().map_or(Value::Null, Value::String),
@@ -636,7 +661,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                         "outcome".into(),
                         exe.outcome.clone().map_or(Value::Null, Value::String),
                     );
-                    for k in &defn.node(root).carry {
+                    for k in carry {
                         if let Some(v) = exe.context.get(k) {
                             data.insert(k.clone(), v.clone());
                         }
@@ -879,5 +904,17 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_ids_are_harels() {
+        assert_eq!(child_id("e", "Fork.A", 0), "e:Fork.A:0");
+        assert_eq!(child_id("e", "F", 1234567), "e:F:1234567");
+        assert_eq!(child_id("x", "F", u64::MAX), format!("x:F:{}", u64::MAX));
     }
 }
