@@ -30,7 +30,7 @@ pub fn timeout_event(execution_id: &str, path: &str, fire_at: f64) -> Event {
         "fire_at".into(),
         serde_json::Number::from_f64(fire_at).map_or(Value::Null, Value::Number),
     );
-    Event::new("Timeout")
+    crate::ids::event("Timeout")
         .with_id(format!(
             "timeout:{execution_id}:{path}:{}",
             py_float_repr(fire_at)
@@ -43,7 +43,7 @@ pub fn error_event(kind: &str, message: &str) -> Event {
     let mut data = Object::new();
     data.insert("type".into(), Value::String(kind.to_string()));
     data.insert("message".into(), Value::String(message.to_string()));
-    Event::new("error").with_data(data)
+    crate::ids::event("error").with_data(data)
 }
 
 /// The `ttl` budget to (re)arm for `exe`: only a RUNNING root execution of a machine that
@@ -399,7 +399,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
             if !cs.finished && mine {
                 self.fx
                     .emits
-                    .push((Some(cid.clone()), Event::new("Cancel")));
+                    .push((Some(cid.clone()), crate::ids::event("Cancel")));
             }
         }
     }
@@ -677,9 +677,10 @@ impl<'d, H: Host> Run<'d, '_, H> {
                             .collect::<Result<Vec<_>, _>>()?;
                         data.insert("__deferred__".into(), Value::Array(held));
                     }
-                    self.fx
-                        .emits
-                        .push((Some(parent_id), Event::new("Finished").with_data(data)));
+                    self.fx.emits.push((
+                        Some(parent_id),
+                        crate::ids::event("Finished").with_data(data),
+                    ));
                 }
             }
             return Ok(());
@@ -739,7 +740,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
             return Ok(());
         }
         exe.processed_events += 1;
-        let expired = Event::new("Expired");
+        let expired = crate::ids::event("Expired");
         if let Some(found) = safe_teardown(self.defn, exe, &expired)? {
             self.fire(exe, found, Some(&expired)).await?;
             return self.drain(exe).await;

@@ -19,6 +19,7 @@ use serde_json::Value;
 mod core;
 pub mod expr;
 pub mod guard;
+pub mod ids;
 pub mod resolve;
 
 pub use crate::core::{error_event, process, start, timeout_event, ttl_delay, TTL_PATH};
