@@ -50,6 +50,14 @@ pub struct Loaded {
     pub positions: HashMap<String, Pos>,
 }
 
+impl Loaded {
+    /// Where the state a validation issue is about was declared (harel's
+    /// `definition_with_positions`, for tools that point at the source).
+    pub fn issue_pos(&self, issue: &crate::validate::Issue) -> Option<Pos> {
+        self.positions.get(&issue.path).copied()
+    }
+}
+
 /// Load and build the machine `name` (or the only one) of the file at `path`.
 pub fn load_file(path: &Path, name: Option<&str>) -> Result<Definition, LangError> {
     load_file_with(path, name, &LoadOptions::default()).map(|l| l.definition)

@@ -109,4 +109,11 @@ fn positions_index_every_state() {
     assert_eq!(loaded.definition.id, "M");
     let t = &loaded.definition.node(loaded.definition.root).transitions[0];
     assert_eq!(t.pos, Some((10, 3)));
+    let issue = harel_lang::Issue {
+        code: "unreachable",
+        severity: harel_lang::Severity::Warning,
+        path: "B".into(),
+        message: String::new(),
+    };
+    assert_eq!(loaded.issue_pos(&issue), Some((9, 3)));
 }
