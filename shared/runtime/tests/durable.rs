@@ -493,3 +493,33 @@ async fn a_single_step_commits_without_relaying() {
     assert!(r.get("s:Fork.Pay:0").await.unwrap().is_some());
     assert!(r.store().pending_spawns().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn the_relay_is_idempotent_and_dedupes_deliveries() {
+    let clock = ManualClock::new(0.0);
+    let r = runner(defn(order_machine()), ActionRegistry::with_stdlib(), &clock);
+    let mut exe = harel_model::Execution::new("m").with_id("i");
+    r.step(&mut exe, None).await.unwrap();
+    // a region created before the relay ran (a crash after creating it) is kept as it is
+    let mut early = harel_model::Execution::new("m").with_id("i:Fork.Pay:0");
+    early.root_path = "Fork.Pay".into();
+    early.parent_id = Some("i".into());
+    early.child_id = Some("i:Fork.Pay:0".into());
+    early.context.insert("marker".into(), json!(1));
+    r.store().save(&mut early).await.unwrap();
+    r.recover().await.unwrap();
+    let pay = r.get("i:Fork.Pay:0").await.unwrap().unwrap();
+    assert_eq!(pay.context["marker"], json!(1));
+    assert_eq!(pay.status, Status::Pending, "not re-created, not restarted");
+    let ship = r.get("i:Fork.Ship:0").await.unwrap().unwrap();
+    assert_eq!(ship.status, Status::Running);
+    // the same event delivered twice to a region takes effect once
+    let shipped = ev("Shipped", json!({})).with_id("s1");
+    r.process("i", &shipped).await.unwrap();
+    let once = r.get("i:Fork.Ship:0").await.unwrap().unwrap();
+    assert_eq!(once.status, Status::Done);
+    let parent = r.get("i").await.unwrap().unwrap();
+    assert!(parent.children["i:Fork.Ship:0"].finished);
+    let again = r.process("i", &shipped).await.unwrap();
+    assert_eq!(again.version, parent.version);
+}
