@@ -19,6 +19,10 @@ pub const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
 pub const TIME_RESERVE: &str = "HAREL_TIME_RESERVE_MS";
 /// Seconds an idempotency record lives (Powertools' `expires_after_seconds`).
 pub const IDEMPOTENCY_EXPIRY: &str = "HAREL_IDEMPOTENCY_EXPIRY_SECONDS";
+/// harel's opt-in execution timeline ("true"/"false").
+pub const TRACE: &str = "HAREL_TRACE";
+/// Steps kept per execution when the trace is on.
+pub const TRACE_MAX: &str = "HAREL_TRACE_MAX";
 pub const REGION: &str = "AWS_REGION";
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 
@@ -134,6 +138,27 @@ impl Config {
                 }
             },
         };
+        if let Some(v) = get(TRACE_MAX) {
+            if !matches!(v.trim().parse::<usize>(), Ok(n) if n >= 1) {
+                return Err(invalid(
+                    TRACE_MAX,
+                    &v,
+                    "expected a whole number of at least 1",
+                ));
+            }
+        }
+        match get(TRACE).as_deref().map(str::trim) {
+            None | Some("false") | Some("0") => {}
+            Some("true") | Some("1") => {
+                // never silently untraced: the serverless driver does not write the trace yet
+                return Err(invalid(
+                    TRACE,
+                    "true",
+                    "the execution trace is not supported by the serverless functions yet",
+                ));
+            }
+            Some(other) => return Err(invalid(TRACE, other, "expected true or false")),
+        }
         let sweep_interval = seconds(SWEEP_INTERVAL, 1.0)?;
         if sweep_interval.is_zero() {
             return Err(invalid(
@@ -263,6 +288,11 @@ mod tests {
         e.push((ENDPOINT_URL, "localhost:4566"));
         let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("bad endpoint");
         assert!(err.to_string().contains(ENDPOINT_URL), "{err}");
+
+        let mut e = BASE.to_vec();
+        e.push((TRACE, "true"));
+        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("trace unsupported");
+        assert!(err.to_string().contains("not supported"), "{err}");
 
         let mut e = BASE.to_vec();
         e[1] = (TABLE_PREFIX, "bad prefix!");

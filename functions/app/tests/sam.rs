@@ -1,0 +1,36 @@
+//! `sam validate --lint` on template.yaml. The SAM CLI comes from the Python index through
+//! scripts/install-lambda-tools.sh (a venv of its own); when it cannot be installed the test
+//! says so and skips.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+mod tools;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn template_passes_sam_validate_lint() {
+    let Some((_, sam_bin)) = tools::lambda_tools() else {
+        return;
+    };
+    let out = Command::new(sam_bin.join("sam"))
+        .args(["validate", "--lint", "--template", "template.yaml"])
+        .current_dir(root())
+        .env("SAM_CLI_TELEMETRY", "0")
+        .env(
+            "AWS_REGION",
+            std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()),
+        )
+        .output()
+        .expect("sam runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "sam validate --lint failed:\n{text}");
+    assert!(text.contains("is a valid SAM Template"), "{text}");
+}
