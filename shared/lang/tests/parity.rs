@@ -11,7 +11,7 @@ use std::process::Command;
 use serde_json::{json, Map, Value};
 
 mod common;
-use common::{manifest_dir, python, stm_files};
+use common::{manifest_dir, python, stm_files, KNOWN_DEVIATIONS};
 
 fn harel_dump(file: &Path, machine: Option<&str>) -> Vec<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/dump_program.py");
@@ -84,14 +84,6 @@ fn program_json(prog: &harel_lang::Program) -> Value {
         "fragments": objs(&prog.fragments),
     })
 }
-
-/// Lark's earley lexer matches a keyword glued to the name that follows it (`stateA {}`
-/// is `state A {}`); our keywords end at a word boundary, so such a file is refused with a
-/// located error instead of read in a way its author likely did not mean.
-const KNOWN_DEVIATIONS: [&str; 2] = [
-    "machine M { initial A stateA {} }",
-    "machine M { initial A state A {} fromA to A }",
-];
 
 /// `tests/support/mutate_snippets.py` writes mutated variants of the corpus for a fuzz run
 /// through the same comparison (`HAREL_SNIPPETS=FILE`); the only divergences it has found

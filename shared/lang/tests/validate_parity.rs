@@ -2,10 +2,13 @@
 //! file per family of rules), the corpus and the examples, our issues print exactly as
 //! harel's `validate` prints them, in the same order.
 
+use std::path::PathBuf;
 use std::process::Command;
 
+use serde_json::{json, Map, Value};
+
 mod common;
-use common::{manifest_dir, python, stm_files};
+use common::{manifest_dir, python, stm_files, KNOWN_DEVIATIONS};
 
 fn harel_issues(file: &std::path::Path, machine: &str) -> Vec<String> {
     let out = Command::new(python())
@@ -99,4 +102,65 @@ fn issues_match_harels_validate() {
     ] {
         assert!(codes.contains(code), "no corpus file triggers {code}");
     }
+}
+
+/// Snippet-level: every snippet harel parses (`tests/snippets.txt`, or `HAREL_SNIPPETS`,
+/// e.g. mutated ones from `support/mutate_snippets.py`) loads where harel's loads, fails
+/// where harel's fails, and validates to the same issues.
+#[test]
+fn snippets_validate_as_harel_does() {
+    let snippets = std::env::var_os("HAREL_SNIPPETS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir().join("tests/snippets.txt"));
+    let out = Command::new(python())
+        .arg(manifest_dir().join("tests/support/validate_snippets.py"))
+        .arg(&snippets)
+        .output()
+        .expect("run harel's python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs: Vec<Value> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("harel's JSON"))
+        .collect();
+    let text = std::fs::read_to_string(&snippets).expect("snippets");
+    let mut failures = Vec::new();
+    for (i, (line, theirs)) in text.lines().zip(&theirs).enumerate() {
+        let Value::Object(theirs) = theirs else {
+            continue; // harel refuses it; the parse parity test covers that
+        };
+        if KNOWN_DEVIATIONS.contains(&line) {
+            continue;
+        }
+        let source = line.replace('⏎', "\n");
+        let mut ours = Map::new();
+        for name in theirs.keys() {
+            let outcome = match harel_lang::load_str(&source, Some(name), "snippet.stm") {
+                Ok(defn) => json!(harel_lang::validate(&defn)
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()),
+                Err(e) => json!({"error": e.message}),
+            };
+            ours.insert(name.clone(), outcome);
+        }
+        // a load failure is compared as a failure; its wording is the builder's own
+        let agree = theirs.iter().all(|(name, t)| match (t, &ours[name]) {
+            (Value::Object(_), Value::Object(_)) => true,
+            (t, o) => t == o,
+        });
+        if !agree {
+            failures.push(format!(
+                "snippet {}: {line}\n  ours:  {}\n  harel: {}",
+                i + 1,
+                Value::Object(ours),
+                Value::Object(theirs.clone())
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
