@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 mod commands;
 
 #[derive(Parser)]
-#[command(name = "harel", version, about = "Durable, hierarchical statecharts: the command-line tool")]
+#[command(
+    name = "harel",
+    version,
+    about = "Durable, hierarchical statecharts: the command-line tool"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

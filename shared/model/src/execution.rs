@@ -340,10 +340,28 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "id", "definition_id", "definition_fqn", "root_path", "status", "outcome", "error",
-                "active_path", "history", "context", "processed_events", "version", "priority",
-                "parent_id", "child_id", "deferred", "children", "invoke_seq", "created_at",
-                "updated_at", "finished_at", "expires_at"
+                "id",
+                "definition_id",
+                "definition_fqn",
+                "root_path",
+                "status",
+                "outcome",
+                "error",
+                "active_path",
+                "history",
+                "context",
+                "processed_events",
+                "version",
+                "priority",
+                "parent_id",
+                "child_id",
+                "deferred",
+                "children",
+                "invoke_seq",
+                "created_at",
+                "updated_at",
+                "finished_at",
+                "expires_at"
             ]
         );
     }
@@ -360,7 +378,10 @@ mod tests {
     fn stamp_sets_and_clears_finished_at() {
         let mut exe = Execution::new("m");
         exe.stamp(1.0);
-        assert_eq!((exe.created_at, exe.updated_at, exe.finished_at), (Some(1.0), Some(1.0), None));
+        assert_eq!(
+            (exe.created_at, exe.updated_at, exe.finished_at),
+            (Some(1.0), Some(1.0), None)
+        );
         exe.status = Status::Done;
         exe.stamp(2.0);
         assert_eq!((exe.created_at, exe.finished_at), (Some(1.0), Some(2.0)));

@@ -29,7 +29,11 @@ pub fn py_float_repr(x: f64) -> String {
         return if x > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if x.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     // `{:e}` gives the shortest round-tripping mantissa: "1.2345e-7", "1e16"
     let sci = format!("{x:e}");
@@ -65,7 +69,11 @@ pub fn py_float_repr(x: f64) -> String {
 
 fn py_str_repr(s: &str) -> String {
     // Python picks single quotes unless the text has a single quote and no double quote
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {

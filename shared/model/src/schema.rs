@@ -191,7 +191,10 @@ mod tests {
 
     #[test]
     fn messages_match_harel() {
-        let data = json!({"amount": true, "note": null}).as_object().unwrap().clone();
+        let data = json!({"amount": true, "note": null})
+            .as_object()
+            .unwrap()
+            .clone();
         let err = check_context(&schema(), &data, true).unwrap_err();
         assert_eq!(
             err.to_string(),
