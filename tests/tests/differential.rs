@@ -5,7 +5,8 @@
 //!
 //! Needs the project venv: `$HAREL_PYTHON` (set by `scripts/with-moto.sh`), else it is
 //! created by `scripts/python-env.sh`. Knobs: `DIFFERENTIAL_ONLY=substring` (cases by name),
-//! `DIFFERENTIAL_SEED=n` and `DIFFERENTIAL_RANDOM=count-per-machine` (the random scripts).
+//! `DIFFERENTIAL_SEED=n`, `DIFFERENTIAL_RANDOM=count-per-machine` and
+//! `DIFFERENTIAL_LENGTH=max-steps` (the random scripts).
 
 use std::path::PathBuf;
 
@@ -109,9 +110,10 @@ fn random_scripts_end_in_the_same_execution() {
     };
     let seed = env_number("DIFFERENTIAL_SEED", 20_261_130);
     let per_plan = env_number("DIFFERENTIAL_RANDOM", 8) as usize;
+    let max_len = env_number("DIFFERENTIAL_LENGTH", 10) as usize;
     let plans = load_plans(&corpus_dir().join("random.json")).expect("the random plans load");
     let only = std::env::var("DIFFERENTIAL_ONLY").unwrap_or_default();
-    let cases: Vec<Case> = random_cases(&plans, seed, per_plan, 10)
+    let cases: Vec<Case> = random_cases(&plans, seed, per_plan, max_len)
         .into_iter()
         .filter(|c| c.name.contains(&only))
         .collect();
