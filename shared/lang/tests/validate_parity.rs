@@ -140,26 +140,45 @@ fn snippets_validate_as_harel_does() {
         let mut ours = Map::new();
         for name in theirs.keys() {
             let outcome = match harel_lang::load_str(&source, Some(name), "snippet.stm") {
-                Ok(defn) => json!(harel_lang::validate(&defn)
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()),
+                Ok(defn) => json!(set_ordered(
+                    harel_lang::validate(&defn)
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect()
+                )),
                 Err(e) => json!({"error": e.message}),
             };
             ours.insert(name.clone(), outcome);
         }
         // a load failure is compared as a failure; its wording is the builder's own
-        let agree = theirs.iter().all(|(name, t)| match (t, &ours[name]) {
-            (Value::Object(_), Value::Object(_)) => true,
-            (t, o) => t == o,
-        });
-        if !agree {
-            failures.push(format!(
-                "snippet {}: {line}\n  ours:  {}\n  harel: {}",
-                i + 1,
-                Value::Object(ours),
-                Value::Object(theirs.clone())
-            ));
+        for (name, t) in theirs {
+            let detail = match (t, &ours[name]) {
+                (Value::Object(_), Value::Object(_)) => None,
+                (Value::Array(t), Value::Array(o)) => {
+                    let t: Vec<String> = t
+                        .iter()
+                        .map(|v| v.as_str().unwrap_or("").to_string())
+                        .collect();
+                    let o: Vec<String> = o
+                        .iter()
+                        .map(|v| v.as_str().unwrap_or("").to_string())
+                        .collect();
+                    let t = set_ordered(t);
+                    let first = t.iter().zip(&o).position(|(a, b)| a != b);
+                    match first {
+                        None if t.len() == o.len() => None,
+                        None => Some(format!("lengths {} (harel) vs {} (ours)", t.len(), o.len())),
+                        Some(k) => Some(format!("issue {k}\n  ours:  {}\n  harel: {}", o[k], t[k])),
+                    }
+                }
+                (t, o) => Some(format!("\n  ours:  {o}\n  harel: {t}")),
+            };
+            if let Some(detail) = detail {
+                failures.push(format!(
+                    "snippet {} machine {name}: {line}\n{detail}",
+                    i + 1
+                ));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
