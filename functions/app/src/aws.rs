@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
-use harel_lambda::{Config, EngineDriver, Role, Worker};
+use harel_lambda::{Config, Role, RuntimeDriver, Worker};
 use harel_sqs::SqsTransport;
 
 use crate::{actions, machines};
@@ -31,7 +31,7 @@ impl std::fmt::Debug for BootError {
     }
 }
 
-pub type AppDriver = EngineDriver;
+pub type AppDriver = RuntimeDriver;
 pub type AppWorker = Worker<DynamoDbStore, SqsTransport, AppDriver, aws_sdk_dynamodb::Client>;
 
 /// Everything a function needs, built once.
@@ -72,7 +72,7 @@ pub fn init_tracing() {
 
 /// The engine with the application's machines and actions, checked.
 pub fn driver() -> Result<AppDriver, BootError> {
-    let driver = EngineDriver::new(machines::definitions()?, actions::actions());
+    let driver = RuntimeDriver::new(machines::definitions()?, actions::actions());
     let unbound = driver.unbound_actions();
     if !unbound.is_empty() {
         let list: Vec<String> = unbound.iter().map(|(m, a)| format!("{m}: {a}")).collect();

@@ -5,17 +5,17 @@
 pub mod config;
 pub mod deliver;
 pub mod driver;
-pub mod engine_driver;
 pub mod inbound;
 pub mod relay;
+pub mod runtime_driver;
 mod sqs_batch;
 pub mod sweeper;
 pub mod worker;
 
 pub use config::{Config, ConfigError, Role};
 pub use driver::{DriveError, Driver, Stepped};
-pub use engine_driver::{Actions, Clock, EngineDriver, ManualClock, SystemClock};
 pub use inbound::{create_body, CreateRequest, Inbound, CREATE_KIND};
 pub use relay::{relay, RelayReport};
+pub use runtime_driver::RuntimeDriver;
 pub use sweeper::{sweep, sweep_once, SweepReport};
 pub use worker::{BatchOutcome, Handled, Record, RecordError, Worker};

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use harel_lambda::{create_body, relay, sweep_once, Handled, RecordError};
 use harel_model::{Event, Object, Status};
+use harel_runtime::Clock;
 use harel_sqs::{Transport, REASON_ATTRIBUTE};
 use harel_store::ExecutionStore;
 
@@ -33,7 +34,7 @@ async fn full_run_creates_forks_joins_fires_timers_and_finishes() {
     assert_eq!(h.exe("f-1").await.active_path.as_deref(), Some("Waiting"));
     let store = &h.worker.store;
     assert_eq!(
-        sweep_once(store, &*h.transport, h.clock.now_secs())
+        sweep_once(store, &*h.transport, h.clock.now())
             .await
             .expect("sweep"),
         0,
@@ -41,14 +42,14 @@ async fn full_run_creates_forks_joins_fires_timers_and_finishes() {
     );
     h.clock.advance(6.0);
     assert_eq!(
-        sweep_once(store, &*h.transport, h.clock.now_secs())
+        sweep_once(store, &*h.transport, h.clock.now())
             .await
             .expect("sweep"),
         1
     );
     assert!(
         store
-            .due_timers(h.clock.now_secs())
+            .due_timers(h.clock.now())
             .await
             .expect("timers")
             .is_empty(),
@@ -141,7 +142,7 @@ async fn a_crash_between_commit_and_delivery_is_finished_by_the_relay() {
     h.send_event("c-1", Event::new("Go")).await;
     h.pump(2).await;
     h.clock.advance(10.0);
-    sweep_once(&h.worker.store, &*h.transport, h.clock.now_secs())
+    sweep_once(&h.worker.store, &*h.transport, h.clock.now())
         .await
         .expect("sweep");
     h.pump(2).await; // forked: two regions

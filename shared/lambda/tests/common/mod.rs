@@ -7,21 +7,16 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use harel_lambda::{
-    Actions, BatchOutcome, Config, EngineDriver, ManualClock, Record, Role, Worker,
-};
+use harel_lambda::{BatchOutcome, Config, Record, Role, RuntimeDriver, Worker};
 use harel_model::Definition;
+use harel_runtime::{ActionRegistry, ManualClock};
 use harel_sqs::{MemoryTransport, Received};
 
 pub mod shared;
 pub use shared::Shared;
 
-pub type TestWorker = Worker<
-    Shared,
-    Arc<MemoryTransport>,
-    EngineDriver<Arc<ManualClock>>,
-    harel_idempotency::MemoryClient,
->;
+pub type TestWorker =
+    Worker<Shared, Arc<MemoryTransport>, RuntimeDriver, harel_idempotency::MemoryClient>;
 
 pub fn flow() -> Definition {
     let text = include_str!("../machines/flow.json");
@@ -48,19 +43,24 @@ pub fn config() -> Config {
 pub struct Harness {
     pub worker: Arc<TestWorker>,
     pub transport: Arc<MemoryTransport>,
-    pub clock: Arc<ManualClock>,
+    pub clock: ManualClock,
     pub counted: Arc<AtomicUsize>,
 }
 
-pub fn actions(counted: Arc<AtomicUsize>) -> Actions {
-    let mut actions = Actions::new();
-    actions.register("flow.count", move |ctx, _ev, _inputs| {
+pub fn actions(counted: Arc<AtomicUsize>) -> ActionRegistry {
+    let mut actions = ActionRegistry::with_stdlib();
+    actions.register_fn("flow.count", move |ctx, _ev, _inputs| {
         counted.fetch_add(1, Ordering::SeqCst);
-        let n = ctx.get("shipped").and_then(|v| v.as_i64()).unwrap_or(0);
-        ctx.insert("shipped".into(), serde_json::json!(n + 1));
+        let n = ctx
+            .context
+            .get("shipped")
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0);
+        ctx.context
+            .insert("shipped".into(), serde_json::json!(n + 1));
         Ok(serde_json::Value::Null)
     });
-    actions.register("flow.explode", |_ctx, _ev, _inputs| {
+    actions.register_fn("flow.explode", |_ctx, _ev, _inputs| {
         Err(harel_engine::ActionError::new(
             "RuntimeError",
             "the crate fell",
@@ -71,9 +71,10 @@ pub fn actions(counted: Arc<AtomicUsize>) -> Actions {
 
 pub fn harness(idempotent: bool) -> Harness {
     let transport = Arc::new(MemoryTransport::new());
-    let clock = Arc::new(ManualClock::at(1_000.0));
+    let clock = ManualClock::new(1_000.0);
     let counted = Arc::new(AtomicUsize::new(0));
-    let driver = EngineDriver::with_clock(vec![flow()], actions(counted.clone()), clock.clone());
+    let driver = RuntimeDriver::new(vec![flow()], actions(counted.clone()))
+        .with_clock(Arc::new(clock.clone()));
     let idempotency = idempotent.then(|| {
         let layer = harel_idempotency::DynamoDbPersistenceLayer::new(
             harel_idempotency::MemoryClient::new("id"),

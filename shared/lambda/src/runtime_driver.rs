@@ -1,0 +1,209 @@
+//! The `Driver` over `harel-runtime`: each step runs through `DurableRunner::step` (one step
+//! committed, no inline relay), on a store handle that records what the commit enqueued so
+//! the worker can deliver exactly that. Actions, their idempotency keys, `on error` routing,
+//! the FAILED policy and `harel.lib.*` are the runtime's.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use harel_model::{Definition, Event, Execution, ExecutionPage, Object};
+use harel_runtime::{ActionRegistry, Clock, DurableRunner, RuntimeError, SystemClock};
+use harel_store::{
+    Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreError, StoreResult,
+};
+
+use crate::driver::{DriveError, Driver, Stepped};
+
+pub struct RuntimeDriver {
+    definitions: Vec<Definition>,
+    by_id: HashMap<String, Arc<Definition>>,
+    registry: ActionRegistry,
+    clock: Arc<dyn Clock>,
+}
+
+impl RuntimeDriver {
+    /// `registry` should come from `ActionRegistry::with_stdlib()` plus the application's
+    /// actions (`join all|any` needs `harel.lib.join_success`).
+    pub fn new(definitions: Vec<Definition>, registry: ActionRegistry) -> Self {
+        let by_id = definitions
+            .iter()
+            .map(|d| (d.id.clone(), Arc::new(d.clone())))
+            .collect();
+        RuntimeDriver {
+            definitions,
+            by_id,
+            registry,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn machine_ids(&self) -> impl Iterator<Item = &str> {
+        self.by_id.keys().map(String::as_str)
+    }
+
+    /// Every (machine, action) a machine names that no action is bound to: checked at cold
+    /// start, so a missing binding stops the function then instead of failing executions.
+    pub fn unbound_actions(&self) -> Vec<(String, String)> {
+        let mut missing = Vec::new();
+        for defn in &self.definitions {
+            for node in &defn.nodes {
+                let hooks = [&node.on_enter, &node.on_exit, &node.on_activity];
+                let selectors = node
+                    .transitions
+                    .iter()
+                    .filter_map(|t| t.selector.as_ref().map(|s| &s.action));
+                for action in hooks.into_iter().flatten().chain(selectors) {
+                    if !self.registry.contains(&action.function) {
+                        missing.push((defn.id.clone(), action.function.clone()));
+                    }
+                }
+            }
+        }
+        missing.sort();
+        missing.dedup();
+        missing
+    }
+}
+
+impl From<RuntimeError> for DriveError {
+    fn from(e: RuntimeError) -> Self {
+        match e {
+            RuntimeError::Store(s) => DriveError::Store(s),
+            RuntimeError::UnknownDefinition(id) => DriveError::UnknownMachine(id),
+            other => DriveError::Engine {
+                execution_id: String::new(),
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl Driver for RuntimeDriver {
+    fn definition(&self, definition_id: &str) -> Option<Arc<Definition>> {
+        self.by_id.get(definition_id).cloned()
+    }
+
+    async fn step<S: ExecutionStore>(
+        &self,
+        store: &S,
+        exe: &mut Execution,
+        event: Option<&Event>,
+    ) -> Result<Stepped, DriveError> {
+        if !self.by_id.contains_key(&exe.definition_id) {
+            return Err(DriveError::UnknownMachine(exe.definition_id.clone()));
+        }
+        // a runner per step over the borrowed store: the runtime owns its store by value.
+        // The definitions are cloned for it (small next to the step's network round trips).
+        let runner = DurableRunner::new(Recording::new(store), self.definitions.iter().cloned())
+            .with_registry(self.registry.clone())
+            .with_clock(self.clock.clone());
+        runner
+            .step(exe, event)
+            .await
+            .map_err(|e| match DriveError::from(e) {
+                DriveError::Engine { message, .. } => DriveError::Engine {
+                    execution_id: exe.id.clone(),
+                    message,
+                },
+                other => other,
+            })?;
+        Ok(runner.store().take())
+    }
+
+    fn now(&self) -> f64 {
+        self.clock.now()
+    }
+}
+
+/// A borrowed store that remembers what its commits enqueued.
+struct Recording<'a, S> {
+    inner: &'a S,
+    enqueued: Mutex<Stepped>,
+}
+
+impl<'a, S> Recording<'a, S> {
+    fn new(inner: &'a S) -> Self {
+        Recording {
+            inner,
+            enqueued: Mutex::new(Stepped::default()),
+        }
+    }
+
+    fn take(&self) -> Stepped {
+        std::mem::take(&mut *self.enqueued.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl<S: ExecutionStore> ExecutionStore for Recording<'_, S> {
+    async fn load(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
+        self.inner.load(execution_id).await
+    }
+    async fn load_for_event(
+        &self,
+        execution_id: &str,
+        event_id: &str,
+    ) -> StoreResult<(Option<Execution>, bool)> {
+        self.inner.load_for_event(execution_id, event_id).await
+    }
+    async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
+        let emits = commit.emits.clone();
+        let spawns = commit.spawns.clone();
+        let seqs = self.inner.commit(exe, commit).await?;
+        if seqs.len() != emits.len() {
+            return Err(StoreError::Other(format!(
+                "the store returned {} outbox seqs for {} emits",
+                seqs.len(),
+                emits.len()
+            )));
+        }
+        let mut enqueued = self.enqueued.lock().unwrap_or_else(|e| e.into_inner());
+        enqueued.outbox.extend(
+            seqs.iter()
+                .zip(emits)
+                .map(|(seq, (target, ev))| (*seq, target, ev)),
+        );
+        enqueued.spawns.extend(spawns);
+        Ok(seqs)
+    }
+    async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
+        self.inner.is_processed(execution_id, event_id).await
+    }
+    async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
+        self.inner.list_executions(query).await
+    }
+    async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.pending_outbox().await
+    }
+    async fn ack_outbox(&self, seq: u64) -> StoreResult<()> {
+        self.inner.ack_outbox(seq).await
+    }
+    async fn pending_spawns(&self) -> StoreResult<Vec<SpawnEntry>> {
+        self.inner.pending_spawns().await
+    }
+    async fn ack_spawn(&self, seq: u64) -> StoreResult<()> {
+        self.inner.ack_spawn(seq).await
+    }
+    async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
+        self.inner.due_timers(now).await
+    }
+    async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
+        self.inner.delete_timer(execution_id, path, fire_at).await
+    }
+    async fn read_trace(&self, execution_id: &str) -> StoreResult<Vec<Object>> {
+        self.inner.read_trace(execution_id).await
+    }
+    async fn append_trace(&self, execution_id: &str, entry: Object) -> StoreResult<()> {
+        self.inner.append_trace(execution_id, entry).await
+    }
+    async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
+        self.inner.ids_with_prefix(prefix).await
+    }
+    async fn purge(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
+        self.inner.purge(execution_id, expected_version).await
+    }
+}
