@@ -67,6 +67,10 @@ impl Host for NullHost {
 /// `Finished` to the parent.
 struct Driver<'d> {
     defn: &'d Definition,
+    /// The execution the bench feeds, kept apart so its per-event lookup is a string
+    /// comparison rather than a hash of its id (Python's dict has the str's hash cached).
+    root: Execution,
+    /// The live regions, by id.
     table: HashMap<String, Execution>,
     host: NullHost,
     /// Allocations made inside the engine's `start`/`process` calls (the driver's own
@@ -82,34 +86,35 @@ const CONTROL: [&str; 6] = [
 ];
 
 impl<'d> Driver<'d> {
-    fn new(defn: &'d Definition) -> Self {
-        Driver {
+    /// Creates and starts the root execution, as a runner does (the context schema's
+    /// defaults filled in), and the regions it may fork.
+    fn start(defn: &'d Definition) -> Self {
+        let mut root = Execution::new(defn.id.clone());
+        root.context = harel_model::schema::with_defaults(&defn.context_schema, &Object::new());
+        let mut driver = Driver {
             defn,
+            root,
             table: HashMap::new(),
             host: NullHost,
             engine_allocs: 0,
             blank: Execution::new(defn.id.clone()),
-        }
-    }
-
-    fn create(&mut self) -> String {
-        let mut exe = Execution::new(self.defn.id.clone());
-        // as a runner creates it: the context schema's defaults filled in
-        exe.context = harel_model::schema::with_defaults(&self.defn.context_schema, &Object::new());
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
-        let fx = run_ready(start(self.defn, &mut exe, &mut self.host))
+        };
+        let fx = run_ready(start(defn, &mut driver.root, &mut driver.host))
             .expect("the null host answers at once")
             .expect("the machine starts");
-        self.engine_allocs += ALLOCATIONS.load(Ordering::Relaxed) - before;
-        let id = exe.id.clone();
-        self.table.insert(id.clone(), exe);
-        self.handle(&id, fx);
-        id
+        let id = driver.root.id.clone();
+        driver.handle(&id, fx);
+        driver
     }
 
     fn deliver(&mut self, exe_id: &str, event: &Event) {
-        let Some(exe) = self.table.get_mut(exe_id) else {
-            return;
+        let exe = if self.root.id == exe_id {
+            &mut self.root
+        } else {
+            match self.table.get_mut(exe_id) {
+                Some(exe) => exe,
+                None => return,
+            }
         };
         if !CONTROL.contains(&event.kind.as_str()) && exe.children.values().any(|c| !c.finished) {
             let live: Vec<String> = exe
@@ -185,8 +190,8 @@ fn workloads() -> Vec<Workload> {
 /// Runs `events` events of the workload; returns the loop's seconds, the allocations made
 /// inside the engine, and all allocations (the driver's bookkeeping too).
 fn measure(defn: &Definition, work: &Workload, events: usize) -> (f64, u64, u64) {
-    let mut driver = Driver::new(defn);
-    let id = driver.create();
+    let mut driver = Driver::start(defn);
+    let id = driver.root.id.clone();
     driver.engine_allocs = 0;
     let allocs_before = ALLOCATIONS.load(Ordering::Relaxed);
     let started = Instant::now();
@@ -195,7 +200,7 @@ fn measure(defn: &Definition, work: &Workload, events: usize) -> (f64, u64, u64)
     }
     let elapsed = started.elapsed().as_secs_f64();
     let allocs = ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
-    check(work.machine, &driver.table[&id], events);
+    check(work.machine, &driver.root, events);
     (elapsed, driver.engine_allocs, allocs)
 }
 
