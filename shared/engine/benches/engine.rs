@@ -71,7 +71,7 @@ struct Driver<'d> {
     /// comparison rather than a hash of its id (Python's dict has the str's hash cached).
     root: Execution,
     /// The live regions, by id.
-    table: HashMap<String, Execution>,
+    table: HashMap<String, Execution, harel_model::FastHash>,
     host: NullHost,
     /// Allocations made inside the engine's `start`/`process` calls (the driver's own
     /// bookkeeping excluded).
@@ -94,7 +94,7 @@ impl<'d> Driver<'d> {
         let mut driver = Driver {
             defn,
             root,
-            table: HashMap::new(),
+            table: HashMap::default(),
             host: NullHost,
             engine_allocs: 0,
             blank: Execution::new(defn.id.clone()),

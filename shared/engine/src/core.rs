@@ -216,7 +216,7 @@ fn set_path(slot: &mut Option<String>, path: &str) {
 }
 
 /// `history[parent] = child`, reusing the String already there (same order as an insert).
-fn record_history(history: &mut indexmap::IndexMap<String, String>, parent: &str, child: &str) {
+fn record_history(history: &mut harel_model::KeyMap<String>, parent: &str, child: &str) {
     match history.get_mut(parent) {
         Some(v) => {
             v.clear();

@@ -110,7 +110,7 @@ fn as_str<'a>(
 
 struct Builder {
     nodes: Vec<Node>,
-    index: HashMap<String, NodeId>,
+    index: HashMap<String, NodeId, crate::execution::FastHash>,
     /// (scope composite, its raw transitions), in harel's order: a composite's entry is
     /// queued after its children's, so the first error reported is the one harel reports.
     pending: Vec<(NodeId, Vec<Value>)>,
@@ -126,7 +126,7 @@ pub fn build_definition(
     let cfg = as_object(config, "a machine", None)?;
     let mut b = Builder {
         nodes: Vec::new(),
-        index: HashMap::new(),
+        index: HashMap::default(),
         pending: Vec::new(),
     };
     let root = b.build_node(cfg, name, String::new(), Some(NodeKind::Parallel), None)?;

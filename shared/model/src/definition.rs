@@ -10,7 +10,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::execution::Object;
+use crate::execution::{FastHash, Object};
 use crate::schema::{EventType, FieldSpec};
 
 /// Index of a node in its Definition's arena.
@@ -310,7 +310,7 @@ pub struct Definition {
     pub id: String,
     pub nodes: Vec<Node>,
     pub root: NodeId,
-    pub index: HashMap<String, NodeId>,
+    pub index: HashMap<String, NodeId, FastHash>,
     /// Declared event types (empty: events unchecked).
     pub events: IndexMap<String, EventType>,
     /// Inline `invoke` targets by synthetic FQN, and imported machines.

@@ -10,6 +10,16 @@ use serde_json::{Map, Value};
 /// A JSON object, in insertion order (Python dicts keep theirs).
 pub type Object = Map<String, Value>;
 
+/// The hasher of the engine's own string-keyed maps: foldhash (seeded per process), several
+/// times faster than std's SipHash on the short path and id keys the engine looks up on
+/// every step. Only the hashing changes: an `IndexMap` keeps insertion order whatever its
+/// hasher, so the JSON these maps serialize to is unchanged.
+pub type FastHash = foldhash::fast::RandomState;
+
+/// A string-keyed map in insertion order with the [`FastHash`] hasher (an Execution's
+/// `history`, `children` and `invoke_seq`).
+pub type KeyMap<V> = IndexMap<String, V, FastHash>;
+
 fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
@@ -169,7 +179,7 @@ pub struct Execution {
     pub active_path: Option<String>,
     /// composite path -> last active child path.
     #[serde(default)]
-    pub history: IndexMap<String, String>,
+    pub history: KeyMap<String>,
     #[serde(default)]
     pub context: Object,
     #[serde(default)]
@@ -187,10 +197,10 @@ pub struct Execution {
     #[serde(default)]
     pub deferred: Vec<Event>,
     #[serde(default)]
-    pub children: IndexMap<String, ChildState>,
+    pub children: KeyMap<ChildState>,
     /// spawn-site path -> times entered: the per-entry seq in deterministic child ids.
     #[serde(default)]
-    pub invoke_seq: IndexMap<String, u64>,
+    pub invoke_seq: KeyMap<u64>,
     #[serde(default)]
     pub created_at: Option<f64>,
     #[serde(default)]
@@ -226,7 +236,7 @@ impl Execution {
             outcome: None,
             error: None,
             active_path: None,
-            history: IndexMap::new(),
+            history: KeyMap::default(),
             context: Object::new(),
             processed_events: 0,
             version: 0,
@@ -234,8 +244,8 @@ impl Execution {
             parent_id: None,
             child_id: None,
             deferred: Vec::new(),
-            children: IndexMap::new(),
-            invoke_seq: IndexMap::new(),
+            children: KeyMap::default(),
+            invoke_seq: KeyMap::default(),
             created_at: None,
             updated_at: None,
             finished_at: None,

@@ -16,6 +16,6 @@ pub use definition::{
     Predicate, Scope, Selector, Timeout, Transition,
 };
 pub use execution::{
-    ChildState, Event, Execution, ExecutionPage, ExecutionSummary, Object, Status,
+    ChildState, Event, Execution, ExecutionPage, ExecutionSummary, FastHash, KeyMap, Object, Status,
 };
 pub use schema::{EventType, FieldSpec};
