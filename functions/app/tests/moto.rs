@@ -358,8 +358,12 @@ async fn flow_scenario(bus: &impl Bus, id: &str) -> Vec<Execution> {
     bus.pump().await;
     assert_eq!(bus.load(id).await.active_path.as_deref(), Some("Work"));
     bus.clock().advance(1.0);
+    // one at a time, as the durable runner takes them: sent together, DoneB would also be
+    // broadcast to region A before the parent learns A finished (a legal interleaving that
+    // commits one more ignored event on A)
     bus.send(id, Event::new("DoneA").with_id(format!("{id}-a")).to_json())
         .await;
+    bus.pump().await;
     bus.send(id, Event::new("DoneB").with_id(format!("{id}-b")).to_json())
         .await;
     bus.pump().await;
@@ -397,9 +401,9 @@ async fn flow_on_moto_matches_the_in_memory_run() {
 }
 
 /// The benchmark: AWS requests the functions make (worker, sweeper, relay; not the clients'
-/// sends nor the event source's receives and deletes) for the Flow scenario, whose 13 worker
-/// records are: create, Go, a duplicate Go, the Timeout, DoneA and DoneB (broadcast), their
-/// four copies in the regions, the two regions' Finished, Ship.
+/// sends nor the event source's receives and deletes) for the Flow scenario, whose 12 worker
+/// records are: create, Go, a duplicate Go, the Timeout, DoneA (broadcast), its two copies in
+/// the regions, region A's Finished, DoneB (to region B only now), its copy, B's Finished, Ship.
 #[tokio::test]
 async fn requests_per_event_on_moto() {
     let aws = aws().await;
@@ -411,15 +415,15 @@ async fn requests_per_event_on_moto() {
     }
     ops.retain(|_, n| *n > 0);
     let total: usize = ops.values().sum();
-    eprintln!("AWS requests of the functions for the Flow scenario (13 worker records): {total}");
+    eprintln!("AWS requests of the functions for the Flow scenario (12 worker records): {total}");
     for (op, n) in &ops {
         eprintln!("  {op}: {n}");
     }
     // one idempotency claim (PutItem) and completion (UpdateItem) per record
-    assert_eq!(ops.get("DynamoDB_20120810.PutItem"), Some(&13));
-    assert_eq!(ops.get("DynamoDB_20120810.UpdateItem"), Some(&13));
-    // one load-with-dedupe-mark per event record (12: the create loads plainly)
-    assert_eq!(ops.get("DynamoDB_20120810.BatchGetItem"), Some(&12));
+    assert_eq!(ops.get("DynamoDB_20120810.PutItem"), Some(&12));
+    assert_eq!(ops.get("DynamoDB_20120810.UpdateItem"), Some(&12));
+    // one load-with-dedupe-mark per event record (11: the create loads plainly)
+    assert_eq!(ops.get("DynamoDB_20120810.BatchGetItem"), Some(&11));
 }
 
 #[tokio::test]
@@ -478,4 +482,66 @@ async fn suspended_groups_are_parked_on_moto() {
         .expect("receive");
     assert!(hidden.is_empty());
     let _ = AtomicUsize::new(0).load(Ordering::SeqCst);
+}
+
+/// The same Flow run through harel-runtime's in-memory `DurableRunner` (harel's
+/// `DurableLogic`: everything inline, no queue).
+async fn flow_durable(id: &str) -> Vec<Execution> {
+    let clock = ManualClock::new(1_000_000.0);
+    let runner = harel_runtime::DurableRunner::new(
+        MemoryStore::new(),
+        harel_app::machines::definitions().expect("machines"),
+    )
+    .with_registry(harel_app::actions::actions())
+    .with_clock(Arc::new(clock.clone()));
+    let mut ctx = Object::new();
+    ctx.insert("amount".into(), serde_json::json!(7));
+    runner
+        .create("Flow", Some(ctx), Some(id))
+        .await
+        .expect("create");
+    let go = Event::new("Go").with_id(format!("{id}-go"));
+    runner.process(id, &go).await.expect("Go");
+    runner.process(id, &go).await.expect("Go again");
+    clock.advance(5.5);
+    assert_eq!(runner.fire_due_timers().await.expect("timers"), 1);
+    clock.advance(1.0);
+    runner
+        .process(id, &Event::new("DoneA").with_id(format!("{id}-a")))
+        .await
+        .expect("DoneA");
+    runner
+        .process(id, &Event::new("DoneB").with_id(format!("{id}-b")))
+        .await
+        .expect("DoneB");
+    runner
+        .process(id, &Event::new("Ship").with_id(format!("{id}-ship")))
+        .await
+        .expect("Ship");
+    let root = runner.get(id).await.expect("get").expect("exists");
+    let mut all = vec![root.clone()];
+    for child in root.children.keys() {
+        all.push(runner.get(child).await.expect("get").expect("child"));
+    }
+    all
+}
+
+#[tokio::test]
+async fn flow_on_moto_matches_the_durable_runner() {
+    let aws = aws().await;
+    let on_aws = flow_scenario(&aws, "flow-2").await;
+    let durable = flow_durable("flow-2").await;
+    assert_eq!(on_aws.len(), durable.len());
+    for (a, d) in on_aws.iter().zip(&durable) {
+        let (mut a, mut d) = (a.clone(), d.clone());
+        // harel's own difference: the worker commits the parent's processed mark when it
+        // broadcasts a domain event to the regions (`route_flow`), the durable host does not
+        // (`inject_flow`, without a ttl): two more versions on the parent
+        if a.parent_id.is_none() {
+            assert_eq!(a.version, d.version + 2, "{}", a.id);
+            a.version = 0;
+            d.version = 0;
+        }
+        assert_eq!(a.to_json(), d.to_json(), "{} differs", a.id);
+    }
 }
