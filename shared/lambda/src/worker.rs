@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use harel_idempotency::{Client as IdempotencyClient, Idempotency, RunError};
-use harel_model::schema::{check_context, with_defaults};
+use harel_model::schema::{check_context, check_event, with_defaults};
 use harel_model::{Event, Execution, Status};
 use harel_sqs::{DedupeKey, Outgoing, Transport, TransportError};
 use harel_store::{Commit, ExecutionStore, StoreError, TimerOp};
@@ -341,7 +341,7 @@ where
     async fn route(
         &self,
         group: &str,
-        _record: &Record,
+        record: &Record,
         event: Event,
     ) -> Result<Handled, RecordError> {
         let (exe, processed) = self.store.load_for_event(group, &event.id).await?;
@@ -361,7 +361,7 @@ where
             Status::Cancelled => return skip("execution is CANCELLED"),
             Status::Suspended => {
                 self.transport
-                    .park(&_record.receipt_handle, self.config.suspend_recheck)
+                    .park(&record.receipt_handle, self.config.suspend_recheck)
                     .await?;
                 return Err(RecordError::Parked(exe.id));
             }
@@ -373,6 +373,16 @@ where
             }
             Status::Cancelling if event.kind != "Cancel" => return skip("execution is CANCELLING"),
             _ => {}
+        }
+        // harel checks an event against its declaration in the sender's stack; here the
+        // queue is the API, so the worker is the first to see it: one that does not fit can
+        // never succeed
+        if let Some(defn) = self.driver.definition(&exe.definition_id) {
+            if let Err(e) = check_event(&defn.events, &event.kind, &event.data) {
+                return self
+                    .dead_letter(record, &format!("event {} for {}: {e}", event.kind, exe.id))
+                    .await;
+            }
         }
         if !CONTROL_EVENTS.contains(&event.kind.as_str()) {
             let mut live = Vec::new();

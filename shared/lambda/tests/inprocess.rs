@@ -445,3 +445,30 @@ async fn an_action_error_fails_the_execution_not_the_batch() {
     assert_eq!(exe.status, Status::Failed);
     assert_eq!(exe.error.as_deref(), Some("RuntimeError: the crate fell"));
 }
+
+#[tokio::test]
+async fn an_event_that_does_not_fit_its_declaration_is_dead_lettered() {
+    let h = harness(false);
+    h.send("v-1", create_body("Flow", Object::new(), None))
+        .await;
+    h.pump(2).await;
+    let mut data = Object::new();
+    data.insert("carrier".into(), serde_json::json!(5));
+    h.send_event("v-1", Event::new("Ship").with_data(data))
+        .await;
+    h.send_event("v-1", Event::new("Go")).await;
+    let outcome = h.pump(2).await;
+    assert!(outcome[0].failed_ids().is_empty());
+    let dead = h.transport.dead_letters();
+    assert_eq!(dead.len(), 1);
+    let reason = dead[0].attribute(REASON_ATTRIBUTE).expect("reason");
+    assert!(
+        reason.starts_with("event Ship for v-1:") && reason.contains("carrier"),
+        "{reason}"
+    );
+    assert_eq!(
+        h.exe("v-1").await.active_path.as_deref(),
+        Some("Waiting"),
+        "the group went on"
+    );
+}
