@@ -146,14 +146,95 @@ fn region_key<'a>(exe_id: &str, child_id: &'a str) -> &'a str {
         .unwrap_or(child_id)
 }
 
-/// At a join, surface each region's outcome and carried context, only when some region
-/// reported something.
+/// `region_results[key]["outcome"]`, as harel's `{"outcome": cs.outcome, **cs.result}`
+/// gives it: a carried `outcome` overrides the region's own.
+fn region_outcome(cs: &ChildState) -> Option<&Value> {
+    cs.result.get("outcome")
+}
+
+/// Whether a region's entry counts as reported (`r["outcome"] is not None or len(r) > 1`).
+fn region_reported(cs: &ChildState) -> bool {
+    let outcome_set = match region_outcome(cs) {
+        Some(v) => !v.is_null(),
+        None => cs.outcome.is_some(),
+    };
+    let carried = cs.result.len() - usize::from(region_outcome(cs).is_some());
+    outcome_set || carried > 0
+}
+
+/// `*slot = value.clone()`, reusing a string's buffer when both are strings.
+fn assign(slot: &mut Value, value: &Value) {
+    match (slot, value) {
+        (Value::String(s), Value::String(v)) => s.clone_from(v),
+        (slot, value) => *slot = value.clone(),
+    }
+}
+
+/// Whether `old` (a previous join's `region_results`) has exactly the keys, in the same
+/// order and nesting, that this join's value will have.
+fn same_layout(old: &Object, exe_id: &str, children: &harel_model::KeyMap<ChildState>) -> bool {
+    old.len() == children.len()
+        && old.iter().zip(children).all(|((key, r), (cid, cs))| {
+            let want = if cs.key.is_empty() {
+                region_key(exe_id, cid)
+            } else {
+                &cs.key
+            };
+            let Value::Object(r) = r else {
+                return false;
+            };
+            let mut keys = r.keys();
+            key == want
+                && keys.next().is_some_and(|k| k == "outcome")
+                && keys.eq(cs.result.keys().filter(|k| *k != "outcome"))
+        })
+}
+
+/// harel `_expose_region_results`: at a join, `context["region_results"] = {key:
+/// {"outcome": cs.outcome, **cs.result}}`, only when some region reported something.
+/// When the previous join left a value of the same layout (the same regions, in order),
+/// its values are overwritten in place: the same document, without reallocating every key
+/// and string at each join.
 fn expose_region_results(exe: &mut Execution) {
-    let mut results = Object::with_capacity(exe.children.len());
-    let mut reported = false;
-    for (cid, cs) in &exe.children {
+    let Execution {
+        id,
+        children,
+        context,
+        ..
+    } = exe;
+    if let Some(Value::Object(old)) = context.get_mut("region_results") {
+        if same_layout(old, id, children) {
+            // the old keys are distinct, so every region's entry survives: no dedupe to mirror
+            if !children.values().any(region_reported) {
+                return;
+            }
+            for (r, cs) in old.values_mut().zip(children.values()) {
+                // same_layout checked both: an object whose first key is `outcome`
+                let Value::Object(r) = r else { continue };
+                let mut slots = r.values_mut();
+                let Some(outcome) = slots.next() else {
+                    continue;
+                };
+                match (region_outcome(cs), &cs.outcome) {
+                    (Some(v), _) => assign(outcome, v),
+                    (None, Some(o)) => match outcome {
+                        Value::String(s) => s.clone_from(o),
+                        slot => *slot = Value::String(o.clone()),
+                    },
+                    (None, None) => *outcome = Value::Null,
+                }
+                let carried = cs.result.iter().filter(|(k, _)| *k != "outcome");
+                for (slot, (_, v)) in slots.zip(carried) {
+                    assign(slot, v);
+                }
+            }
+            return;
+        }
+    }
+    let mut results = Object::with_capacity(children.len());
+    for (cid, cs) in children.iter() {
         let key = if cs.key.is_empty() {
-            region_key(&exe.id, cid)
+            region_key(id, cid)
         } else {
             &cs.key
         };
@@ -165,12 +246,15 @@ fn expose_region_results(exe: &mut Execution) {
         for (k, v) in &cs.result {
             r.insert(k.clone(), v.clone());
         }
-        reported |= cs.outcome.is_some() || r.len() > 1;
         results.insert(key.to_string(), Value::Object(r));
     }
+    // over the built dict, as harel does (a repeated key keeps its last region's entry)
+    let reported = results.values().any(|r| {
+        r.as_object()
+            .is_some_and(|r| r.get("outcome").is_some_and(|o| !o.is_null()) || r.len() > 1)
+    });
     if reported {
-        exe.context
-            .insert("region_results".into(), Value::Object(results));
+        context.insert("region_results".into(), Value::Object(results));
     }
 }
 
@@ -911,6 +995,80 @@ impl<'d, H: Host> Run<'d, '_, H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn region(outcome: Option<&str>, result: Value) -> ChildState {
+        ChildState {
+            root_path: "F.A".into(),
+            outcome: outcome.map(str::to_string),
+            result: result.as_object().cloned().unwrap(),
+            ..ChildState::default()
+        }
+    }
+
+    /// The value a join leaves, built from scratch (no previous value to reuse).
+    fn fresh(exe: &Execution) -> String {
+        let mut again = exe.clone();
+        if let Some(v) = again.context.get_mut("region_results") {
+            *v = Value::Null; // keeps the key's position, forces the building path
+        }
+        expose_region_results(&mut again);
+        serde_json::to_string(&again.context).unwrap()
+    }
+
+    #[test]
+    fn region_results_rewritten_in_place_equal_a_fresh_build() {
+        let mut exe = Execution::new("m").with_id("e");
+        exe.context.insert("before".into(), json!(1));
+        exe.children
+            .insert("e:F.A:0".into(), region(Some("success"), json!({"x": 1})));
+        let mut b = region(None, json!({}));
+        b.key = "F.B".into();
+        exe.children.insert("e:F.B:0".into(), b);
+        expose_region_results(&mut exe);
+        exe.context.insert("after".into(), json!(2));
+        assert_eq!(
+            serde_json::to_string(&exe.context).unwrap(),
+            r#"{"before":1,"region_results":{"F.A:0":{"outcome":"success","x":1},"F.B":{"outcome":null}},"after":2}"#
+        );
+        // the next join: same layout, new values (a string, a null, a carried `outcome`)
+        let cs = &mut exe.children[0];
+        cs.outcome = None;
+        cs.result = json!({"x": "long string value"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        exe.children[1].outcome = Some("failed".into());
+        let expected = fresh(&exe);
+        expose_region_results(&mut exe);
+        assert_eq!(serde_json::to_string(&exe.context).unwrap(), expected);
+        assert!(expected.contains(r#""F.A:0":{"outcome":null,"x":"long string value"}"#));
+        // a carried `outcome` overrides the region's own, in the first position
+        exe.children[0].result = json!({"outcome": "carried", "x": 3})
+            .as_object()
+            .cloned()
+            .unwrap();
+        exe.children[0].outcome = Some("success".into());
+        let expected = fresh(&exe);
+        expose_region_results(&mut exe);
+        assert_eq!(serde_json::to_string(&exe.context).unwrap(), expected);
+        assert!(expected.contains(r#""F.A:0":{"outcome":"carried","x":3}"#));
+        // a different layout (a new carried key) is rebuilt
+        exe.children[1].result = json!({"y": [1, 2]}).as_object().cloned().unwrap();
+        let expected = fresh(&exe);
+        expose_region_results(&mut exe);
+        assert_eq!(serde_json::to_string(&exe.context).unwrap(), expected);
+        assert!(expected.contains(r#""F.B":{"outcome":"failed","y":[1,2]}"#));
+        // nothing reported: the previous value stays as it was
+        let before = serde_json::to_string(&exe.context).unwrap();
+        for cs in exe.children.values_mut() {
+            cs.outcome = None;
+            cs.result.clear();
+        }
+        exe.children[0].result.insert("outcome".into(), Value::Null);
+        expose_region_results(&mut exe);
+        assert_eq!(serde_json::to_string(&exe.context).unwrap(), before);
+    }
 
     #[test]
     fn child_ids_are_harels() {

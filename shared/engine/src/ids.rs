@@ -1,33 +1,53 @@
 //! Ids of the events the engine itself emits (`Finished`, `Cancel`, `Expired`): random
 //! 128-bit values in `uuid4().hex`'s shape, like harel's, without a system call per id (the
 //! OS randomness `uuid` asks for on every id dominated a region's `Finished`).
+//!
+//! Per thread, 128 bits of OS-seeded keys (drawn once, through std's `RandomState`) and a
+//! counter: an id is the splitmix64 finaliser of counter+key, once per half. The finaliser
+//! is a bijection, so ids never repeat within a thread, and the random keys make two
+//! threads' or processes' streams as unlikely to meet as two uuid4s. Ids are dedupe keys,
+//! not secrets (harel's uuid4 gives no more than uniqueness to rely on).
 
 use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
 thread_local! {
-    /// Keys drawn once per thread from the OS (std's `RandomState`), and a counter they hash.
-    static STATE: (RandomState, Cell<u64>) = (RandomState::new(), Cell::new(0));
+    /// (key of the high half, key of the low half, counter).
+    static STATE: (u64, u64, Cell<u64>) = {
+        let seed = RandomState::new();
+        (seed.hash_one(0u8), seed.hash_one(1u8), Cell::new(0))
+    };
+}
+
+/// The splitmix64 output function (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// A fresh id: 32 lowercase hex digits with uuid4's version and variant bits.
 pub fn new_event_id() -> String {
-    let (hi, lo) = STATE.with(|(keys, counter)| {
-        let n = counter.get();
-        counter.set(n.wrapping_add(1));
-        (keys.hash_one((n, 0u8)), keys.hash_one((n, 1u8)))
+    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+    let (hi, lo) = STATE.with(|(k_hi, k_lo, counter)| {
+        let n = counter.get().wrapping_add(1);
+        counter.set(n);
+        let step = n.wrapping_mul(GAMMA);
+        (mix(step.wrapping_add(*k_hi)), mix(step ^ *k_lo))
     });
     let mut bits = (u128::from(hi) << 64) | u128::from(lo);
     // version 4, variant 10 (RFC 4122), as uuid4 sets them
     bits = (bits & !(0xf << 76)) | (0x4 << 76);
     bits = (bits & !(0x3 << 62)) | (0x2 << 62);
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(32);
-    for shift in (0..32).rev() {
-        out.push(char::from(HEX[((bits >> (shift * 4)) & 0xf) as usize]));
+    let mut digits = [0u8; 32];
+    for (i, d) in digits.iter_mut().enumerate() {
+        *d = HEX[((bits >> ((31 - i) * 4)) & 0xf) as usize];
     }
-    out
+    std::str::from_utf8(&digits)
+        .expect("hex digits are ASCII")
+        .to_owned()
 }
 
 /// `Event::new(kind)` with an id from [`new_event_id`].
@@ -57,6 +77,9 @@ mod tests {
             .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
         assert_eq!(&a[12..13], "4");
         assert!(matches!(&a[16..17], "8" | "9" | "a" | "b"));
+        // a thread's stream never repeats (the mixer is a bijection of the counter)
+        let many: std::collections::HashSet<String> = (0..10_000).map(|_| new_event_id()).collect();
+        assert_eq!(many.len(), 10_000);
         let e = event("Finished");
         assert_eq!(e.kind, "Finished");
         assert_eq!(e.id.len(), 32);
