@@ -87,15 +87,20 @@ trait Bus {
     async fn relay(&self);
     async fn load(&self, id: &str) -> Execution;
     fn clock(&self) -> &ManualClock;
+    /// The benchmark's hook: the requests since the previous mark belong to `phase`.
+    fn mark(&self, _phase: &str) {}
 }
 
 struct Aws {
     /// The Lambda event source and the clients, on an uncounted SQS client.
     source: SqsTransport,
+    /// The test's own reads, on an uncounted client.
+    reader: DynamoDbStore,
     worker: Arc<Worker<DynamoDbStore, SqsTransport, Driver, aws_sdk_dynamodb::Client>>,
     clock: ManualClock,
     dlq: String,
     counter: Counter,
+    phases: Mutex<Vec<(String, BTreeMap<String, usize>)>>,
 }
 
 async fn aws() -> Aws {
@@ -116,6 +121,7 @@ async fn aws() -> Aws {
     );
     let prefix = format!("t{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let store = DynamoDbStore::new(ddb.clone(), &prefix).expect("prefix");
+    let reader = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
     store.ensure_tables().await.expect("tables");
     let idem_table = format!("{prefix}_idempotency");
     ddb.create_table()
@@ -164,10 +170,12 @@ async fn aws() -> Aws {
     ));
     Aws {
         source,
+        reader,
         worker,
         clock,
         dlq,
         counter,
+        phases: Mutex::new(Vec::new()),
     }
 }
 
@@ -244,16 +252,18 @@ impl Bus for Aws {
     }
 
     async fn load(&self, id: &str) -> Execution {
-        self.worker
-            .store
-            .load(id)
-            .await
-            .expect("load")
-            .expect("exists")
+        self.reader.load(id).await.expect("load").expect("exists")
     }
 
     fn clock(&self) -> &ManualClock {
         &self.clock
+    }
+
+    fn mark(&self, phase: &str) {
+        self.phases
+            .lock()
+            .expect("lock")
+            .push((phase.to_string(), self.counter.snapshot()));
     }
 }
 
@@ -347,15 +357,19 @@ async fn flow_scenario(bus: &impl Bus, id: &str) -> Vec<Execution> {
     ctx.insert("amount".into(), serde_json::json!(7));
     bus.send(id, create_body("Flow", ctx, Some(id))).await;
     bus.pump().await;
+    bus.mark("create");
     assert_eq!(bus.load(id).await.active_path.as_deref(), Some("Idle"));
     let go = Event::new("Go").with_id(format!("{id}-go"));
     bus.send(id, go.to_json()).await;
     bus.send(id, go.to_json()).await; // a duplicate: dropped by the processed mark
     bus.pump().await;
+    bus.mark("Go + a duplicate Go (state-only)");
     assert_eq!(bus.load(id).await.active_path.as_deref(), Some("Waiting"));
     bus.clock().advance(5.5);
     assert_eq!(bus.sweep().await, 1);
+    bus.mark("sweeper: the due timer");
     bus.pump().await;
+    bus.mark("Timeout: fork, two regions spawned and started");
     assert_eq!(bus.load(id).await.active_path.as_deref(), Some("Work"));
     bus.clock().advance(1.0);
     // one at a time, as the durable runner takes them: sent together, DoneB would also be
@@ -364,9 +378,11 @@ async fn flow_scenario(bus: &impl Bus, id: &str) -> Vec<Execution> {
     bus.send(id, Event::new("DoneA").with_id(format!("{id}-a")).to_json())
         .await;
     bus.pump().await;
+    bus.mark("DoneA: broadcast, region A finishes, its Finished emitted and joined");
     bus.send(id, Event::new("DoneB").with_id(format!("{id}-b")).to_json())
         .await;
     bus.pump().await;
+    bus.mark("DoneB: broadcast, region B finishes, join to Shipping (an action)");
     assert_eq!(bus.load(id).await.active_path.as_deref(), Some("Shipping"));
     bus.send(
         id,
@@ -374,6 +390,7 @@ async fn flow_scenario(bus: &impl Bus, id: &str) -> Vec<Execution> {
     )
     .await;
     bus.pump().await;
+    bus.mark("Ship: to the final state");
     bus.relay().await; // nothing left: the worker delivered inline
     let root = bus.load(id).await;
     assert_eq!(root.status, Status::Done, "{root:?}");
@@ -409,6 +426,22 @@ async fn requests_per_event_on_moto() {
     let aws = aws().await;
     let before = aws.counter.snapshot();
     flow_scenario(&aws, "bench-1").await;
+    let mut previous = before.clone();
+    eprintln!("AWS requests of the functions, per phase:");
+    for (phase, at) in aws.phases.lock().expect("lock").iter() {
+        let diff: BTreeMap<&str, usize> = at
+            .iter()
+            .map(|(op, n)| {
+                (
+                    op.rsplit('.').next().unwrap_or(op),
+                    n - previous.get(op).copied().unwrap_or(0),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        eprintln!("  {phase}: {} {diff:?}", diff.values().sum::<usize>());
+        previous = at.clone();
+    }
     let mut ops = aws.counter.snapshot();
     for (op, n) in before {
         *ops.entry(op).or_default() -= n;
