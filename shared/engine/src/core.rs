@@ -12,9 +12,9 @@ use serde_json::Value;
 use crate::expr::evaluate;
 use crate::guard::Scopes;
 use crate::resolve::{
-    active_node, any_pred, auto_pred, choice_branch, choice_index, event_pred, is_active,
-    is_deferred, is_valid_reposition_target, node_at, resolve_at, resolve_between, safe_teardown,
-    Found,
+    active_node, auto_pred, choice_branch, choice_index, event_pred, is_active, is_deferred,
+    is_valid_reposition_target, node_at, resolve_at, resolve_automatic, resolve_between,
+    safe_teardown, Automatic, Found,
 };
 use crate::{ActionCall, CallKind, ChildSpec, EngineError, Host, StepEffects, TimerOp};
 
@@ -62,8 +62,9 @@ pub async fn start<H: Host>(
     host: &mut H,
 ) -> Result<StepEffects, EngineError> {
     let mut run = Run::new(defn, host);
-    run.start(exe).await?;
-    Ok(run.fx)
+    let done = run.start(exe).await;
+    run.settle(exe);
+    done.map(|()| run.fx)
 }
 
 /// Process one event (domain or control) for `exe`.
@@ -74,8 +75,9 @@ pub async fn process<H: Host>(
     host: &mut H,
 ) -> Result<StepEffects, EngineError> {
     let mut run = Run::new(defn, host);
-    run.process(exe, event).await?;
-    Ok(run.fx)
+    let done = run.process(exe, event).await;
+    run.settle(exe);
+    done.map(|()| run.fx)
 }
 
 static EMPTY: std::sync::OnceLock<Object> = std::sync::OnceLock::new();
@@ -286,6 +288,11 @@ struct Run<'d, 'h, H> {
     /// The node of `exe.active_path`: every move of the engine goes through `set_active`,
     /// so the path is looked up at most once per step.
     active: Option<NodeId>,
+    /// `active` moved since `exe.active_path` was last written. The path is written once,
+    /// when the step ends (however it ends), rather than at every level a transition
+    /// crosses: nothing reads it in between (hooks see the node and the context, not the
+    /// execution), and a failed step leaves it where harel's would be.
+    moved: bool,
 }
 
 /// `*slot = Some(path)`, reusing the String already there.
@@ -320,7 +327,29 @@ impl<'d, H: Host> Run<'d, '_, H> {
             fx: StepEffects::default(),
             root: None,
             active: None,
+            moved: false,
         }
+    }
+
+    /// Write the active node's path to `exe.active_path` if it moved.
+    fn settle(&mut self, exe: &mut Execution) {
+        if let (true, Some(id)) = (self.moved, self.active) {
+            set_path(&mut exe.active_path, &self.defn.node(id).full_path);
+        }
+        self.moved = false;
+    }
+
+    /// Whether `run_hook` has anything to do for `id` (an action or a timer): skipping the
+    /// call skips building its future.
+    fn hooked(&self, id: NodeId, kind: CallKind) -> bool {
+        let node = self.defn.node(id);
+        let action = match kind {
+            CallKind::Enter => node.on_enter.is_some(),
+            CallKind::Exit => node.on_exit.is_some(),
+            CallKind::Activity => node.on_activity.is_some(),
+            CallKind::Selector => false,
+        };
+        action || (node.timeout.is_some() && matches!(kind, CallKind::Enter | CallKind::Exit))
     }
 
     fn root(&mut self, exe: &Execution) -> Result<NodeId, EngineError> {
@@ -346,9 +375,9 @@ impl<'d, H: Host> Run<'d, '_, H> {
         Ok(a)
     }
 
-    fn set_active(&mut self, exe: &mut Execution, id: NodeId) {
-        set_path(&mut exe.active_path, &self.defn.node(id).full_path);
+    fn set_active(&mut self, id: NodeId) {
         self.active = Some(id);
+        self.moved = true;
     }
 
     /// harel `_resolve` for the active configuration.
@@ -524,8 +553,10 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 return Ok(());
             };
             // positioned on `child` before its enter runs: a failing hook must see it active
-            self.set_active(exe, child);
-            self.run_hook(exe, child, CallKind::Enter, event).await?;
+            self.set_active(child);
+            if self.hooked(child, CallKind::Enter) {
+                self.run_hook(exe, child, CallKind::Enter, event).await?;
+            }
             record_history(
                 &mut exe.history,
                 &node.full_path,
@@ -616,8 +647,10 @@ impl<'d, H: Host> Run<'d, '_, H> {
         let mut cur = source;
         while cur != pivot {
             let node = defn.node(cur);
-            self.set_active(exe, cur);
-            self.run_hook(exe, cur, CallKind::Exit, event).await?;
+            self.set_active(cur);
+            if self.hooked(cur, CallKind::Exit) {
+                self.run_hook(exe, cur, CallKind::Exit, event).await?;
+            }
             let parent = node
                 .parent
                 .ok_or_else(|| EngineError::Corrupt("the pivot is not above the source".into()))?;
@@ -631,7 +664,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
             }
             cur = parent;
         }
-        self.set_active(exe, pivot);
+        self.set_active(pivot);
         if let Some(values) = values.filter(|v| !v.is_empty()) {
             for (k, v) in values {
                 exe.context.insert(k.to_string(), v.clone());
@@ -657,8 +690,10 @@ impl<'d, H: Host> Run<'d, '_, H> {
                     .expect("walked above: the pivot is an ancestor");
             }
             let node = defn.node(id);
-            self.set_active(exe, id);
-            self.run_hook(exe, id, CallKind::Enter, event).await?;
+            self.set_active(id);
+            if self.hooked(id, CallKind::Enter) {
+                self.run_hook(exe, id, CallKind::Enter, event).await?;
+            }
             if let Some(parent) = node.parent {
                 record_history(
                     &mut exe.history,
@@ -704,33 +739,42 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 expose_region_results(exe);
             }
 
-            let auto = self.resolve(exe, &auto_pred(&exe.context), false)?;
-            if let Some(found) = auto {
-                self.fire(exe, found, None).await?;
-                continue;
-            }
-
-            if self.resolve(exe, &any_pred, false)?.is_some() {
-                if let Some((ev, found)) = self.next_deferred(exe)? {
-                    self.fire(exe, found, Some(&ev)).await?;
+            // harel resolves twice (an automatic transition, then any transition); both
+            // walk the same scopes, so one walk answers both
+            let root_id = self.root(exe)?;
+            let next = resolve_automatic(defn, root_id, active, &auto_pred(&exe.context))?;
+            match next {
+                Automatic::Take(found) => {
+                    self.fire(exe, found, None).await?;
                     continue;
                 }
-                return Ok(()); // waiting for an event
+                Automatic::Sink => {}
+                Automatic::Waiting => {
+                    if let Some((ev, found)) = self.next_deferred(exe)? {
+                        self.fire(exe, found, Some(&ev)).await?;
+                        continue;
+                    }
+                    return Ok(()); // waiting for an event
+                }
             }
 
             // a sink at its own scope: the innermost terminal with an outcome sets it
             if node.outcome.is_some() && exe.outcome.is_none() {
                 exe.outcome = node.outcome.clone();
             }
-            self.run_hook(exe, active, CallKind::Exit, None).await?;
+            if self.hooked(active, CallKind::Exit) {
+                self.run_hook(exe, active, CallKind::Exit, None).await?;
+            }
             if let Some(parent) = node.parent.filter(|p| *p != root) {
                 exe.history.shift_remove(&defn.node(parent).full_path);
-                self.set_active(exe, parent);
+                self.set_active(parent);
                 continue;
             }
             // a region runs its root's own exit as it ends (symmetric with start)
             if exe.parent_id.is_some() {
-                self.run_hook(exe, root, CallKind::Exit, None).await?;
+                if self.hooked(root, CallKind::Exit) {
+                    self.run_hook(exe, root, CallKind::Exit, None).await?;
+                }
             }
             if exe.status == Status::Running {
                 exe.status = Status::Done;
@@ -788,11 +832,15 @@ impl<'d, H: Host> Run<'d, '_, H> {
             })?;
         // a region runs its root's own enter first (a machine root has no hooks)
         if exe.parent_id.is_some() {
-            self.run_hook(exe, root, CallKind::Enter, None).await?;
+            if self.hooked(root, CallKind::Enter) {
+                self.run_hook(exe, root, CallKind::Enter, None).await?;
+            }
         }
-        self.set_active(exe, start_node);
-        self.run_hook(exe, start_node, CallKind::Enter, None)
-            .await?;
+        self.set_active(start_node);
+        if self.hooked(start_node, CallKind::Enter) {
+            self.run_hook(exe, start_node, CallKind::Enter, None)
+                .await?;
+        }
         self.descend(exe, start_node, None).await?;
         self.drain(exe).await?;
         self.arm_ttl(exe);
@@ -825,6 +873,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
         }
         exe.processed_events += 1;
         let expired = crate::ids::event("Expired");
+        self.settle(exe);
         if let Some(found) = safe_teardown(self.defn, exe, &expired)? {
             self.fire(exe, found, Some(&expired)).await?;
             return self.drain(exe).await;
@@ -848,7 +897,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
         }
         exe.deferred.clear();
         let id = node_at(self.defn, path)?;
-        self.set_active(exe, id);
+        self.set_active(id);
         self.drain(exe).await
     }
 
@@ -874,6 +923,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 exe.deferred.clear();
                 exe.active_path = None;
                 self.active = None;
+                self.moved = false;
                 exe.outcome = None;
                 exe.error = None;
                 exe.status = Status::Pending;
@@ -975,11 +1025,13 @@ impl<'d, H: Host> Run<'d, '_, H> {
                     Some(found) => self.fire(exe, found, Some(event)).await?,
                     None => {
                         let active = self.active(exe)?;
-                        if is_deferred(defn, exe, &event.kind) {
+                        if is_deferred(defn, active, &event.kind) {
                             exe.deferred.push(event.clone());
                         } else {
-                            self.run_hook(exe, active, CallKind::Activity, Some(event))
-                                .await?;
+                            if self.hooked(active, CallKind::Activity) {
+                                self.run_hook(exe, active, CallKind::Activity, Some(event))
+                                    .await?;
+                            }
                         }
                     }
                 }

@@ -84,6 +84,62 @@ pub(crate) fn resolve_between<P: Fn(&Transition) -> bool>(
     }
 }
 
+/// What a drain finds at the active configuration.
+pub(crate) enum Automatic {
+    /// An automatic transition to take.
+    Take(Found),
+    /// No automatic transition, but some transition in scope: wait for an event.
+    Waiting,
+    /// No transition at all: a sink.
+    Sink,
+}
+
+/// `resolve_between(auto, allow_parent = false)` and, when it finds nothing,
+/// `resolve_between(any, allow_parent = false).is_some()`, in one walk: both visit the same
+/// scopes, and within a scope the first automatic transition from the node is the one the
+/// automatic lookup returns.
+pub(crate) fn resolve_automatic<P: Fn(&Transition) -> bool>(
+    defn: &Definition,
+    root: NodeId,
+    active: NodeId,
+    auto: &P,
+) -> Result<Automatic, EngineError> {
+    if active == root {
+        return Ok(Automatic::Sink);
+    }
+    let mut any = false;
+    let mut cur = active;
+    loop {
+        let scope = defn.node(cur).parent.ok_or_else(|| {
+            EngineError::Corrupt(format!(
+                "{:?} is not an ancestor of {:?}",
+                defn.node(root).full_path,
+                defn.node(active).full_path
+            ))
+        })?;
+        if scope == root && cur != active {
+            break; // the automatic asymmetry: root's own transitions only for its child
+        }
+        for (index, t) in defn.node(scope).transitions.iter().enumerate() {
+            if t.source == cur {
+                if auto(t) {
+                    return Ok(Automatic::Take(Found { scope, index }));
+                }
+                any = true;
+            }
+        }
+        if scope == root {
+            break;
+        }
+        cur = scope;
+    }
+    Ok(if any {
+        Automatic::Waiting
+    } else {
+        Automatic::Sink
+    })
+}
+
 pub(crate) fn resolve<P: Fn(&Transition) -> bool>(
     defn: &Definition,
     exe: &Execution,
@@ -301,8 +357,8 @@ pub fn is_valid_reposition_target(defn: &Definition, exe: &Execution, target_pat
 
 /// Event kinds deferred in the current configuration: the union of `defer` on the active
 /// node and all its Definition ancestors (so a region sees its fork's ancestors' defers).
-pub(crate) fn is_deferred(defn: &Definition, exe: &Execution, kind: &str) -> bool {
-    let mut cur = exe.active_path.as_deref().and_then(|p| defn.get(p));
+pub(crate) fn is_deferred(defn: &Definition, active: NodeId, kind: &str) -> bool {
+    let mut cur = Some(active);
     while let Some(n) = cur {
         if defn.node(n).defer.iter().any(|k| k == kind) {
             return true;
