@@ -771,10 +771,8 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 continue;
             }
             // a region runs its root's own exit as it ends (symmetric with start)
-            if exe.parent_id.is_some() {
-                if self.hooked(root, CallKind::Exit) {
-                    self.run_hook(exe, root, CallKind::Exit, None).await?;
-                }
+            if exe.parent_id.is_some() && self.hooked(root, CallKind::Exit) {
+                self.run_hook(exe, root, CallKind::Exit, None).await?;
             }
             if exe.status == Status::Running {
                 exe.status = Status::Done;
@@ -831,10 +829,8 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 ))
             })?;
         // a region runs its root's own enter first (a machine root has no hooks)
-        if exe.parent_id.is_some() {
-            if self.hooked(root, CallKind::Enter) {
-                self.run_hook(exe, root, CallKind::Enter, None).await?;
-            }
+        if exe.parent_id.is_some() && self.hooked(root, CallKind::Enter) {
+            self.run_hook(exe, root, CallKind::Enter, None).await?;
         }
         self.set_active(start_node);
         if self.hooked(start_node, CallKind::Enter) {
