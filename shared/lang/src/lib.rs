@@ -9,10 +9,12 @@
 //! - [`render`]: PlantUML and Mermaid text, as harel's `viz` draws them.
 //!
 //! Every failure is a [`LangError`] that renders as `file:line:col: message`, the source
-//! line and a caret. `import`, `fragment`, `use` and `invoke` parse but are refused by the
-//! loader until submachines land.
+//! line and a caret, in the file it is about (an imported fragment's own file included).
+//! `invoke` parses but is refused by the loader until submachines land.
 
 pub mod error;
+mod expand;
+mod imports;
 pub mod loader;
 pub mod parser;
 pub mod render;

@@ -1,15 +1,15 @@
-//! Resolve a parsed `Program` into a `Definition` (harel's `dsl/loader.py`, minus fragments
-//! and imports, which are refused for now).
+//! Resolve a parsed `Program` into a `Definition` (harel's `dsl/loader.py`).
 //!
-//! The loader resolves what the parser leaves marked: each action through the bindings
-//! (`bind {}`, then the programmatic overrides, which win), each named guard used in a
-//! predicate, and value-parameter references (only valid inside a fragment, so always
-//! unbound here). Unbound names are aggregated across the machine and reported at the
+//! The program and its imports are merged (`imports`), the selected machine is expanded
+//! (`expand`: `use`s spliced in, each action resolved through the bindings — `bind {}`,
+//! then the programmatic overrides, which win —, named guards and value parameters
+//! substituted). Unbound names are aggregated across the machine and reported at the
 //! machine's declaration, as harel does. Then harel's builder runs; its errors come back
-//! located at the node that caused them.
+//! located at the node that caused them, in the file that node was written in.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -19,6 +19,8 @@ use harel_model::pyrepr::py_repr;
 use harel_model::Definition;
 
 use crate::error::{ErrorKind, LangError, Pos};
+use crate::expand::{pos_of, Expander, Scope};
+use crate::imports::{Base, Importer, Source};
 use crate::parser::{parse, Object, Program};
 
 /// How to load: harel's `actions=` / `guards=` seams, and our own leniency switch.
@@ -46,8 +48,11 @@ pub struct Loaded {
     pub unbound_actions: Vec<String>,
     /// The resolved config dict handed to the builder.
     pub config: Value,
-    /// `full_path -> (line, column)` of every state (harel's `_position_index`).
+    /// `full_path -> (line, column)` of every state (harel's `_position_index`); a state
+    /// spliced from an imported fragment has its position in that fragment's file.
     pub positions: HashMap<String, Pos>,
+    /// The files imported, directly or not, in the order first read.
+    pub imports: Vec<String>,
 }
 
 impl Loaded {
@@ -73,9 +78,12 @@ pub fn load_file_with(
     name: Option<&str>,
     options: &LoadOptions,
 ) -> Result<Loaded, LangError> {
-    let origin = path.display().to_string();
-    let text = read(path)?;
-    load_str_with(&text, name, &origin, options)
+    let source = Rc::new(Source {
+        origin: path.display().to_string(),
+        text: read(path)?,
+    });
+    let real = std::fs::canonicalize(path).ok();
+    load_source(&source, real, Some(&Base::of_file(path)), name, options)
 }
 
 /// Parse a file into its `Program` without building anything (`harel list`).
@@ -100,41 +108,45 @@ pub fn load_str_with(
     origin: &str,
     options: &LoadOptions,
 ) -> Result<Loaded, LangError> {
-    let program = parse(text, origin)?;
-    if let Some(u) = program.unsupported.first() {
-        return Err(LangError::at(
-            ErrorKind::Unsupported,
-            origin,
-            text,
-            u.pos,
-            format!(
-                "`{}` is not supported yet (submachines, fragments and imports come in a later version)",
-                u.keyword
-            ),
-        ));
-    }
+    let source = Rc::new(Source {
+        origin: origin.to_string(),
+        text: text.to_string(),
+    });
+    load_source(&source, None, None, name, options)
+}
+
+/// `_resolve_cfg` + `_build`: load the program and its imports, select the machine,
+/// expand it, report what did not resolve, build.
+fn load_source(
+    source: &Rc<Source>,
+    real: Option<PathBuf>,
+    base: Option<&Base>,
+    name: Option<&str>,
+    options: &LoadOptions,
+) -> Result<Loaded, LangError> {
+    let origin = source.origin.as_str();
+    let mut importer = Importer::new(real, origin);
+    let (program, registry) = importer.load(source, base)?;
     let name = select(&program, name, origin)?;
     let machine = &program.machines[&name];
 
-    let mut bindings = program.bindings.clone();
+    let mut bindings = registry.bindings.clone();
     bindings.extend(options.bindings.clone());
-    let mut guards = program.guards.clone();
+    let mut guards = registry.guards.clone();
     guards.extend(options.guards.clone());
-    let mut cx = Resolver {
-        bindings: &bindings,
-        guards: &guards,
-        unbound: Vec::new(),
-        unbound_g: Vec::new(),
-        unbound_v: Vec::new(),
-        guard_stack: Vec::new(),
-        cycle: None,
+    let scope = Scope {
+        bindings: bindings.clone(),
+        guards,
+        values: IndexMap::new(),
+        states: IndexMap::new(),
+        events: IndexMap::new(),
+        source: Rc::clone(source),
     };
-    let mut cfg = cx.expand(machine);
-    let machine_pos = pos_of(machine);
-    let located = |message: String| match machine_pos {
-        Some(pos) => LangError::at(ErrorKind::Semantic, origin, text, pos, message),
-        None => LangError::new(ErrorKind::Semantic, origin, message),
-    };
+    let mut cx = Expander::new(&registry.fragments);
+    let mut cfg = cx.expand(machine, &scope)?;
+    // unbound references are aggregated across the whole machine (no single site), so
+    // they point at the machine declaration, as harel's do
+    let located = |message: String| source.error(ErrorKind::Semantic, pos_of(machine), message);
     if !cx.unbound.is_empty() && !options.allow_unbound_actions {
         return Err(located(format!(
             "unbound action handlers: {} (add a `bind` or pass actions=)",
@@ -163,18 +175,35 @@ pub fn load_str_with(
             py_repr(&Value::String(cycle.clone()))
         )));
     }
-    if !program.events.is_empty() {
-        let events: Map<String, Value> = program
+    if !registry.events.is_empty() {
+        // `{**events, **cfg.get("events", {})}`
+        let mut events: Map<String, Value> = registry
             .events
             .iter()
             .map(|(k, v)| (k.clone(), Value::Object(v.clone())))
             .collect();
+        if let Some(Value::Object(own)) = cfg.get("events") {
+            events.extend(own.clone());
+        }
         cfg.insert("events".into(), Value::Object(events));
     }
     let config = Value::Object(cfg);
-    let definition = build_definition(&config, &name, None).map_err(|e| match e.pos {
-        Some(pos) => LangError::at(ErrorKind::Semantic, origin, text, pos, e.message),
-        None => LangError::new(ErrorKind::Semantic, origin, e.message),
+    let definition = build_definition(&config, &name, None).map_err(|e| {
+        // a position can be in the machine's file or in an imported fragment's: shown in
+        // the one file it can come from (harel shows no source line once there are imports)
+        let files = e.pos.and_then(|p| cx.origins.get(&p));
+        match (e.pos, files.map(Vec::as_slice)) {
+            (Some(pos), Some([file])) => file.error(ErrorKind::Semantic, Some(pos), e.message),
+            (Some(pos), _) => LangError::new(
+                ErrorKind::Semantic,
+                origin,
+                format!(
+                    "{} (at line {}, column {} of {origin} or of a file it imports)",
+                    e.message, pos.0, pos.1
+                ),
+            ),
+            (None, _) => LangError::new(ErrorKind::Semantic, origin, e.message),
+        }
     })?;
     let mut positions = HashMap::new();
     position_index(
@@ -192,6 +221,7 @@ pub fn load_str_with(
         unbound_actions,
         config,
         positions,
+        imports: registry.files,
     })
 }
 
@@ -231,14 +261,6 @@ fn sorted(names: &[String]) -> String {
     sorted_vec(names).join(", ")
 }
 
-fn pos_of(cfg: &Object) -> Option<Pos> {
-    let arr = cfg.get("__pos__")?.as_array()?;
-    Some((
-        arr.first()?.as_u64()? as usize,
-        arr.get(1)?.as_u64()? as usize,
-    ))
-}
-
 /// `_position_index`: full_path -> position, deriving paths as the builder does.
 fn position_index(cfg: &Object, path: &str, out: &mut HashMap<String, Pos>) {
     if let Some(pos) = pos_of(cfg) {
@@ -255,187 +277,5 @@ fn position_index(cfg: &Object, path: &str, out: &mut HashMap<String, Pos>) {
                 position_index(st, &child, out);
             }
         }
-    }
-}
-
-/// `_Ctx` without fragments: the maps to resolve against and what did not resolve.
-struct Resolver<'a> {
-    bindings: &'a IndexMap<String, String>,
-    guards: &'a IndexMap<String, Object>,
-    unbound: Vec<String>,
-    unbound_g: Vec<String>,
-    unbound_v: Vec<String>,
-    /// Guards being expanded (a cycle would recurse forever; harel overflows the stack).
-    guard_stack: Vec<String>,
-    cycle: Option<String>,
-}
-
-impl Resolver<'_> {
-    /// `_subst_value`: a `{"__param__": name}` reference can only be bound by a fragment use.
-    fn subst_value(&mut self, v: &Value) -> Value {
-        if let Some(name) = v.get("__param__").and_then(Value::as_str) {
-            if v.as_object().is_some_and(|o| o.len() == 1) {
-                self.unbound_v.push(name.to_string());
-            }
-        }
-        v.clone()
-    }
-
-    /// `_resolve_action`: an action marker -> `{"function", "inputs"}`.
-    fn resolve_action(&mut self, spec: &Value) -> Object {
-        let kind = spec
-            .get("__action__")
-            .and_then(Value::as_str)
-            .unwrap_or("literal");
-        let reference = spec
-            .get("ref")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let function = if kind == "literal" {
-            reference
-        } else if let Some(bound) = self.bindings.get(&reference) {
-            bound.clone()
-        } else {
-            // reported by the caller unless unbound handlers are allowed, in which case the
-            // handler stays its own name
-            self.unbound.push(reference.clone());
-            reference
-        };
-        let mut inputs = Object::new();
-        if let Some(Value::Object(raw)) = spec.get("inputs") {
-            for (k, v) in raw {
-                let v = self.subst_value(v);
-                inputs.insert(k.clone(), v);
-            }
-        }
-        let mut out = Object::new();
-        out.insert("function".into(), Value::String(function));
-        out.insert("inputs".into(), Value::Object(inputs));
-        out
-    }
-
-    /// `_resolve_guards`: replace `__guard__` markers with the named guard's predicate.
-    fn resolve_guards(&mut self, pred: &Object) -> Object {
-        let mut out = Object::new();
-        for (key, value) in pred {
-            match key.as_str() {
-                "__guard__" => {
-                    let name = value.as_str().unwrap_or_default().to_string();
-                    match self.guards.get(&name) {
-                        Some(_) if self.guard_stack.contains(&name) => {
-                            self.cycle.get_or_insert(name);
-                        }
-                        Some(g) => {
-                            self.guard_stack.push(name);
-                            let resolved = self.resolve_guards(&g.clone());
-                            self.guard_stack.pop();
-                            out.extend(resolved);
-                        }
-                        None => self.unbound_g.push(name),
-                    }
-                }
-                "all" | "any" => {
-                    let children = value
-                        .as_array()
-                        .map(|cs| {
-                            cs.iter()
-                                .map(|c| match c {
-                                    Value::Object(o) => Value::Object(self.resolve_guards(o)),
-                                    other => other.clone(),
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    out.insert(key.clone(), Value::Array(children));
-                }
-                "not" => {
-                    let child = match value {
-                        Value::Object(o) => Value::Object(self.resolve_guards(o)),
-                        other => other.clone(),
-                    };
-                    out.insert(key.clone(), child);
-                }
-                _ => {
-                    out.insert(key.clone(), value.clone());
-                }
-            }
-        }
-        out
-    }
-
-    /// `_resolve_trans`: the selector's action and the guard markers of a transition.
-    fn resolve_trans(&mut self, t: &Object) -> Object {
-        let mut t = t.clone();
-        if let Some(Value::Object(sel)) = t.get("selector").cloned() {
-            if let Some(spec) = sel
-                .get("function")
-                .filter(|f| f.get("__action__").is_some())
-            {
-                let resolved = self.resolve_action(&spec.clone());
-                let mut sel = sel.clone();
-                sel.extend(resolved);
-                t.insert("selector".into(), Value::Object(sel));
-            }
-        }
-        if let Some(Value::Object(oe)) = t.get("on_event").cloned() {
-            t.insert("on_event".into(), Value::Object(self.resolve_guards(&oe)));
-        }
-        if let Some(Value::Object(mut choice)) = t.get("choice").cloned() {
-            if let Some(Value::Array(branches)) = choice.get("branches").cloned() {
-                let resolved = branches
-                    .iter()
-                    .map(|b| {
-                        let mut b = b.as_object().cloned().unwrap_or_default();
-                        if let Some(Value::Object(w)) = b.get("when").cloned() {
-                            b.insert("when".into(), Value::Object(self.resolve_guards(&w)));
-                        }
-                        Value::Object(b)
-                    })
-                    .collect();
-                choice.insert("branches".into(), Value::Array(resolved));
-            }
-            t.insert("choice".into(), Value::Object(choice));
-        }
-        t
-    }
-
-    /// `_expand` without `use`: hooks, timeout, transitions, then the child states.
-    fn expand(&mut self, cfg: &Object) -> Object {
-        let mut cfg = cfg.clone();
-        for hook in ["on_enter", "on_exit", "on_activity"] {
-            if let Some(spec) = cfg
-                .get(hook)
-                .filter(|h| h.get("__action__").is_some())
-                .cloned()
-            {
-                cfg.insert(hook.into(), Value::Object(self.resolve_action(&spec)));
-            }
-        }
-        if let Some(t) = cfg.get("timeout").cloned() {
-            let t = self.subst_value(&t);
-            cfg.insert("timeout".into(), t);
-        }
-        if let Some(Value::Array(ts)) = cfg.get("transitions").cloned() {
-            let resolved = ts
-                .iter()
-                .map(|t| match t {
-                    Value::Object(o) => Value::Object(self.resolve_trans(o)),
-                    other => other.clone(),
-                })
-                .collect();
-            cfg.insert("transitions".into(), Value::Array(resolved));
-        }
-        if let Some(Value::Object(states)) = cfg.get("states").cloned() {
-            let expanded = states
-                .iter()
-                .map(|(n, s)| match s {
-                    Value::Object(o) => (n.clone(), Value::Object(self.expand(o))),
-                    other => (n.clone(), other.clone()),
-                })
-                .collect();
-            cfg.insert("states".into(), Value::Object(expanded));
-        }
-        cfg
     }
 }

@@ -41,8 +41,8 @@ pub struct Import {
     pub pos: Pos,
 }
 
-/// A construct the grammar accepts but the loader refuses for now (`import`, `fragment`,
-/// `use`, `invoke`): where it is, so the refusal can point at it.
+/// A construct the grammar accepts but the loader refuses for now (`invoke` and its
+/// `with`, until submachines land): where it is, so the refusal can point at it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Unsupported {
     pub keyword: &'static str,
@@ -760,10 +760,7 @@ impl<'t> Cx<'t> {
                 }
                 Item::Key("invoke_with", Value::Object(pairs))
             }
-            Rule::use_stmt => {
-                self.unsupported("use", &pair);
-                Item::Use(self.use_stmt(pair)?)
-            }
+            Rule::use_stmt => Item::Use(self.use_stmt(pair)?),
             Rule::state_decl => {
                 let (name, cfg, pos) = self.state_decl(pair)?;
                 Item::State(name, cfg, pos)
@@ -969,7 +966,6 @@ impl<'t> Cx<'t> {
             let pos = pos_of(&stmt);
             match stmt.as_rule() {
                 Rule::import_stmt => {
-                    self.unsupported("import", &stmt);
                     let mut inner = stmt
                         .into_inner()
                         .filter(|p| matches!(p.as_rule(), Rule::STRING | Rule::NAME));
@@ -1008,7 +1004,6 @@ impl<'t> Cx<'t> {
                     prog.positions.insert((DeclKind::Machine, name), pos);
                 }
                 Rule::fragment_decl => {
-                    self.unsupported("fragment", &stmt);
                     let name = self.first_ref(stmt.clone())?;
                     let mut params = Vec::new();
                     if let Some(pl) = stmt

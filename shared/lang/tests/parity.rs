@@ -64,6 +64,8 @@ fn objects<V: Clone + Into<Value>>(m: &indexmap::IndexMap<String, V>) -> Value {
 
 fn corpus() -> Vec<PathBuf> {
     let mut files = stm_files(&manifest_dir().join("tests/corpus"));
+    // fragments and imports (their `lib/` files are imported, not loaded on their own)
+    files.extend(stm_files(&manifest_dir().join("tests/fragments")));
     files.extend(stm_files(&manifest_dir().join("../../examples")));
     files
 }
@@ -157,13 +159,9 @@ fn programs_match_harels_parse() {
         let theirs = harel_dump(&file, None).remove(0);
         assert_same(&ours, &theirs, &format!("parse of {}", file.display()));
         for name in prog.machines.keys() {
-            let loaded = harel_lang::load_str_with(
-                &text,
-                Some(name),
-                &file.display().to_string(),
-                &harel_lang::LoadOptions::default(),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
+            let loaded =
+                harel_lang::load_file_with(&file, Some(name), &harel_lang::LoadOptions::default())
+                    .unwrap_or_else(|e| panic!("{e}"));
             let theirs = harel_dump(&file, Some(name)).remove(1);
             assert_same(
                 &loaded.config,

@@ -16,5 +16,6 @@ if len(sys.argv) > 2:
     # the loader's resolved config for one machine, as handed to the builder
     from harel.dsl.loader import _resolve_cfg
 
-    cfg, _name, _ = _resolve_cfg(text, sys.argv[2], None, None, None)
+    # imports resolve against the file's directory, as `definition_from_dsl_file` does
+    cfg, _name, _ = _resolve_cfg(text, sys.argv[2], Path(sys.argv[1]).parent, None, None)
     print(json.dumps(conv(cfg)))
