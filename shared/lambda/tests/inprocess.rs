@@ -472,3 +472,49 @@ async fn an_event_that_does_not_fit_its_declaration_is_dead_lettered() {
         "the group went on"
     );
 }
+
+#[tokio::test]
+async fn the_sweeper_polls_within_its_window_and_stops_before_the_deadline() {
+    let h = harness(false);
+    h.send("t-1", create_body("Flow", Object::new(), None))
+        .await;
+    h.send_event("t-1", Event::new("Go")).await;
+    h.pump(2).await;
+    // the timer fires 5 s after the manual clock's 1000; the sweeper's clock runs 50 times
+    // faster than real time, so it becomes due about 100 ms into the window
+    let start = Instant::now();
+    let clock = move || 1000.0 + start.elapsed().as_secs_f64() * 50.0;
+    let report = harel_lambda::sweep(
+        &h.worker.store,
+        &*h.transport,
+        clock,
+        Duration::from_millis(20),
+        Duration::from_millis(400),
+        far(),
+    )
+    .await
+    .expect("sweep");
+    assert_eq!(report.fired, 1);
+    assert!(report.polls >= 5, "polled {} times", report.polls);
+    // it stops when the next poll would fall outside the window
+    assert!(
+        start.elapsed() >= Duration::from_millis(350),
+        "kept polling for the window"
+    );
+    assert!(h.transport.take_all()[0].body.contains("Timeout"));
+
+    // a deadline inside the window ends it early
+    let start = Instant::now();
+    let report = harel_lambda::sweep(
+        &h.worker.store,
+        &*h.transport,
+        || 0.0,
+        Duration::from_millis(20),
+        Duration::from_secs(30),
+        Instant::now() + Duration::from_millis(100),
+    )
+    .await
+    .expect("sweep");
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert_eq!(report.fired, 0);
+}
