@@ -42,9 +42,11 @@ pub(crate) struct Expander<'a> {
     /// Guards being expanded (a cycle would recurse forever; harel overflows the stack).
     guard_stack: Vec<String>,
     pub cycle: Option<String>,
-    /// Every `__pos__` of the expanded config and the files it may come from, so a builder
-    /// error (which knows only a position) can be shown in the right file.
-    pub origins: HashMap<Pos, Vec<Rc<Source>>>,
+    /// Every transition's `__pos__` and the files it may come from, so a builder error
+    /// (which knows only a position) can be shown in the right file.
+    pub transition_origins: HashMap<Pos, Vec<Rc<Source>>>,
+    /// The same for states (the builder rarely blames a state).
+    pub state_origins: HashMap<Pos, Vec<Rc<Source>>>,
 }
 
 fn pystr(s: &str) -> String {
@@ -154,7 +156,8 @@ impl<'a> Expander<'a> {
             unbound_v: Vec::new(),
             guard_stack: Vec::new(),
             cycle: None,
-            origins: HashMap::new(),
+            transition_origins: HashMap::new(),
+            state_origins: HashMap::new(),
         }
     }
 
@@ -294,9 +297,26 @@ impl<'a> Expander<'a> {
         t
     }
 
-    fn note_origin(&mut self, node: &Object, scope: &Scope) {
+    /// The one file a builder error at `pos` can be about, if there is one.
+    pub fn origin_of(&self, pos: Pos) -> Option<&Rc<Source>> {
+        let files = self
+            .transition_origins
+            .get(&pos)
+            .or_else(|| self.state_origins.get(&pos));
+        match files.map(Vec::as_slice) {
+            Some([one]) => Some(one),
+            _ => None,
+        }
+    }
+
+    fn note_origin(&mut self, node: &Object, scope: &Scope, transition: bool) {
+        let map = if transition {
+            &mut self.transition_origins
+        } else {
+            &mut self.state_origins
+        };
         if let Some(pos) = pos_of(node) {
-            let files = self.origins.entry(pos).or_default();
+            let files = map.entry(pos).or_default();
             if !files.iter().any(|f| Rc::ptr_eq(f, &scope.source)) {
                 files.push(Rc::clone(&scope.source));
             }
@@ -307,7 +327,7 @@ impl<'a> Expander<'a> {
     /// scope, child states expanded, then each `use` spliced in as a child composite.
     pub fn expand(&mut self, cfg: &Object, scope: &Scope) -> Result<Object, LangError> {
         let mut cfg = cfg.clone();
-        self.note_origin(&cfg, scope);
+        self.note_origin(&cfg, scope, false);
         let uses = cfg.shift_remove("__uses__");
         for hook in ["on_enter", "on_exit", "on_activity"] {
             if let Some(spec) = cfg
@@ -328,7 +348,7 @@ impl<'a> Expander<'a> {
             for t in &ts {
                 resolved.push(match t {
                     Value::Object(o) => {
-                        self.note_origin(o, scope);
+                        self.note_origin(o, scope, true);
                         Value::Object(self.resolve_trans(o, scope))
                     }
                     other => other.clone(),

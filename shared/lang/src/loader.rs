@@ -191,10 +191,9 @@ fn load_source(
     let definition = build_definition(&config, &name, None).map_err(|e| {
         // a position can be in the machine's file or in an imported fragment's: shown in
         // the one file it can come from (harel shows no source line once there are imports)
-        let files = e.pos.and_then(|p| cx.origins.get(&p));
-        match (e.pos, files.map(Vec::as_slice)) {
-            (Some(pos), Some([file])) => file.error(ErrorKind::Semantic, Some(pos), e.message),
-            (Some(pos), _) => LangError::new(
+        match (e.pos, e.pos.and_then(|p| cx.origin_of(p))) {
+            (Some(pos), Some(file)) => file.error(ErrorKind::Semantic, Some(pos), e.message),
+            (Some(pos), None) => LangError::new(
                 ErrorKind::Semantic,
                 origin,
                 format!(
