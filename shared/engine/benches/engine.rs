@@ -76,14 +76,19 @@ struct Driver<'d> {
     /// Allocations made inside the engine's `start`/`process` calls (the driver's own
     /// bookkeeping excluded).
     engine_allocs: u64,
-    /// A blank region record to copy: `Execution::new` would draw a random id the child
-    /// replaces at once (harel's `Execution(id=...)` draws none).
-    blank: Execution,
+    /// Recycled buffers for the snapshot of live regions a broadcast goes to (harel_bench.py
+    /// builds a list of the same ids; reusing the strings keeps the driver's own allocations
+    /// out of the way of the engine's).
+    spare: Vec<Vec<String>>,
 }
 
-const CONTROL: [&str; 6] = [
-    "Start", "Reset", "Cancel", "SetState", "Finished", "Timeout",
-];
+/// harel's control events: never broadcast to regions (`_CONTROL` in harel_bench.py).
+fn is_control(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Start" | "Reset" | "Cancel" | "SetState" | "Finished" | "Timeout"
+    )
+}
 
 impl<'d> Driver<'d> {
     /// Creates and starts the root execution, as a runner does (the context schema's
@@ -97,7 +102,7 @@ impl<'d> Driver<'d> {
             table: HashMap::default(),
             host: NullHost,
             engine_allocs: 0,
-            blank: Execution::new(defn.id.clone()),
+            spare: Vec::new(),
         };
         let fx = run_ready(start(defn, &mut driver.root, &mut driver.host))
             .expect("the null host answers at once")
@@ -108,25 +113,35 @@ impl<'d> Driver<'d> {
     }
 
     fn deliver(&mut self, exe_id: &str, event: &Event) {
+        let mut live = self.spare.pop().unwrap_or_default();
+        let regions = self.step(exe_id, event, &mut live);
+        for child in &live[..regions] {
+            self.deliver(child, event);
+        }
+        self.spare.push(live);
+    }
+
+    /// Processes `event` for `exe_id`, or, for a domain event while regions are live,
+    /// writes their ids to `live` and returns how many to broadcast to.
+    fn step(&mut self, exe_id: &str, event: &Event, live: &mut Vec<String>) -> usize {
         let exe = if self.root.id == exe_id {
             &mut self.root
         } else {
             match self.table.get_mut(exe_id) {
                 Some(exe) => exe,
-                None => return,
+                None => return 0,
             }
         };
-        if !CONTROL.contains(&event.kind.as_str()) && exe.children.values().any(|c| !c.finished) {
-            let live: Vec<String> = exe
-                .children
-                .iter()
-                .filter(|(_, cs)| !cs.finished)
-                .map(|(id, _)| id.clone())
-                .collect();
-            for child in live {
-                self.deliver(&child, event);
+        if !is_control(&event.kind) && exe.children.values().any(|c| !c.finished) {
+            let mut n = 0;
+            for (id, _) in exe.children.iter().filter(|(_, cs)| !cs.finished) {
+                match live.get_mut(n) {
+                    Some(slot) => slot.clone_from(id),
+                    None => live.push(id.clone()),
+                }
+                n += 1;
             }
-            return;
+            return n;
         }
         let before = ALLOCATIONS.load(Ordering::Relaxed);
         let fx = run_ready(process(self.defn, exe, event, &mut self.host))
@@ -138,23 +153,24 @@ impl<'d> Driver<'d> {
             self.table.remove(exe_id);
         }
         self.handle(exe_id, fx);
+        0
     }
 
     fn handle(&mut self, parent_id: &str, fx: StepEffects) {
         for spec in fx.spawns {
-            let mut child = self.blank.clone();
-            child.id = spec.child_id.clone();
+            let mut child = Execution::with_ids(spec.child_id, self.defn.id.clone());
             child.root_path = spec.root_path;
             child.context = spec.context;
             child.parent_id = Some(parent_id.to_owned());
-            child.child_id = Some(spec.child_id.clone());
+            child.child_id = Some(child.id.clone());
             let before = ALLOCATIONS.load(Ordering::Relaxed);
             let child_fx = run_ready(start(self.defn, &mut child, &mut self.host))
                 .expect("the null host answers at once")
                 .expect("the region starts");
             self.engine_allocs += ALLOCATIONS.load(Ordering::Relaxed) - before;
-            self.table.insert(spec.child_id.clone(), child);
-            self.handle(&spec.child_id, child_fx);
+            let id = child.id.clone();
+            self.table.insert(id.clone(), child);
+            self.handle(&id, child_fx);
         }
         for (to, event) in fx.emits {
             if let Some(to) = to {

@@ -227,9 +227,15 @@ fn priority<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
 impl Execution {
     /// A fresh, never-saved execution of `definition_id` (version 0, PENDING).
     pub fn new(definition_id: impl Into<String>) -> Self {
+        Self::with_ids(new_id(), definition_id.into())
+    }
+
+    /// [`Execution::new`] under an id the caller already has (a region's deterministic
+    /// child id), without drawing a random one first (harel's `Execution(id=...)`).
+    pub fn with_ids(id: String, definition_id: String) -> Self {
         Execution {
-            id: new_id(),
-            definition_id: definition_id.into(),
+            id,
+            definition_id,
             definition_fqn: None,
             root_path: String::new(),
             status: Status::Pending,
