@@ -10,7 +10,7 @@ use harel_model::{
 use serde_json::Value;
 
 use crate::expr::evaluate;
-use crate::guard::Scopes;
+use crate::guard::{field, Scopes};
 use crate::resolve::{
     active_node, auto_pred, choice_branch, choice_index, event_pred, is_active, is_deferred,
     is_valid_reposition_target, node_at, resolve_at, resolve_automatic, resolve_between,
@@ -295,6 +295,16 @@ struct Run<'d, 'h, H> {
     moved: bool,
 }
 
+/// Queue an emit. The first goes in a one-slot buffer: a step rarely emits more, and the
+/// default first growth (4 slots of an `Event`, over 1 KiB) misses the allocator's fast
+/// size classes.
+fn emit(fx: &mut StepEffects, to: Option<String>, event: Event) {
+    if fx.emits.capacity() == 0 {
+        fx.emits.reserve_exact(1);
+    }
+    fx.emits.push((to, event));
+}
+
 /// `*slot = Some(path)`, reusing the String already there.
 fn set_path(slot: &mut Option<String>, path: &str) {
     match slot {
@@ -510,9 +520,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 .and_then(|rest| rest.strip_prefix(path.as_str()))
                 .is_some_and(|rest| rest.starts_with('.') || rest.starts_with(':'));
             if !cs.finished && mine {
-                self.fx
-                    .emits
-                    .push((Some(cid.clone()), crate::ids::event("Cancel")));
+                emit(&mut self.fx, Some(cid.clone()), crate::ids::event("Cancel"));
             }
         }
     }
@@ -788,7 +796,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                         exe.outcome.clone().map_or(Value::Null, Value::String),
                     );
                     for k in carry {
-                        if let Some(v) = exe.context.get(k) {
+                        if let Some(v) = field(&exe.context, k) {
                             data.insert(k.clone(), v.clone());
                         }
                     }
@@ -803,10 +811,11 @@ impl<'d, H: Host> Run<'d, '_, H> {
                             .collect::<Result<Vec<_>, _>>()?;
                         data.insert("__deferred__".into(), Value::Array(held));
                     }
-                    self.fx.emits.push((
+                    emit(
+                        &mut self.fx,
                         Some(parent_id),
                         crate::ids::event("Finished").with_data(data),
-                    ));
+                    );
                 }
             }
             return Ok(());
@@ -961,12 +970,10 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 _ => Ok(()),
             },
             "Finished" => {
-                let cid = event.data.get("child_id").and_then(Value::as_str);
+                let cid = field(&event.data, "child_id").and_then(Value::as_str);
                 if let Some(cs) = cid.and_then(|c| exe.children.get_mut(c)) {
                     cs.finished = true;
-                    cs.outcome = event
-                        .data
-                        .get("outcome")
+                    cs.outcome = field(&event.data, "outcome")
                         .and_then(Value::as_str)
                         .map(str::to_string);
                     cs.result = event
@@ -978,7 +985,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect();
                 }
-                if let Some(Value::Array(held)) = event.data.get("__deferred__") {
+                if let Some(Value::Array(held)) = field(&event.data, "__deferred__") {
                     for raw in held {
                         let ev: Event = serde_json::from_value(raw.clone()).map_err(|e| {
                             EngineError::Corrupt(format!("a deferred event in `Finished`: {e}"))
@@ -993,7 +1000,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 Ok(())
             }
             "Timeout" => {
-                let path = event.data.get("path").and_then(Value::as_str);
+                let path = field(&event.data, "path").and_then(Value::as_str);
                 if path == Some(TTL_PATH) {
                     return self.expire(exe, event).await;
                 }

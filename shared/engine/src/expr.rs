@@ -100,7 +100,7 @@ pub fn value_of(expr: &Expr, scopes: Scopes<'_>) -> Result<Value, ExpressionErro
                 Scope::Event => scopes.event,
                 Scope::Context => scopes.context,
             };
-            data.get(&r.field).cloned().ok_or_else(|| {
+            crate::guard::field(data, &r.field).cloned().ok_or_else(|| {
                 ExpressionError(format!("{}.{} is not set", r.source.as_str(), r.field))
             })
         }

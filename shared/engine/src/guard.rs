@@ -97,6 +97,17 @@ fn py_contains(container: &Value, item: &Value) -> bool {
     }
 }
 
+/// `map.get(key)`, by a linear scan on a small map: below a handful of keys, comparing
+/// them beats SipHash-ing the one looked for (serde_json's maps, which contexts and event
+/// data are, hash with std's SipHash). Keys are unique, so the answer is the same.
+pub fn field<'a>(map: &'a Object, key: &str) -> Option<&'a Value> {
+    if map.len() <= 8 {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
+    }
+}
+
 /// One comparison of a guard: `actual OP expected`.
 pub fn compare(op: Op, actual: &Value, expected: &Value) -> bool {
     match op {
@@ -142,14 +153,12 @@ pub fn eval(pred: &Predicate, scopes: Scopes<'_>) -> bool {
             source,
             value_ref,
         } => {
-            let Some(actual) = scopes.of(*source).get(field) else {
+            let Some(actual) = self::field(scopes.of(*source), field) else {
                 return false;
             };
             match value_ref {
                 None => compare(*op, actual, value),
-                Some(r) => scopes
-                    .of(r.source)
-                    .get(&r.field)
+                Some(r) => self::field(scopes.of(r.source), &r.field)
                     .is_some_and(|other| compare(*op, actual, other)),
             }
         }
@@ -167,7 +176,7 @@ pub fn matches(filter: &EventFilter, event: &Event, context: &Object) -> bool {
         return false;
     }
     for (field, op, value) in &filter.predicates {
-        match event.data.get(field) {
+        match self::field(&event.data, field) {
             Some(actual) if compare(*op, actual, value) => {}
             _ => return false,
         }
