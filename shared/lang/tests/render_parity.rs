@@ -14,6 +14,7 @@ use common::{manifest_dir, python, stm_files, KNOWN_DEVIATIONS};
 fn diagrams_match_harels() {
     let mut files = stm_files(&manifest_dir().join("tests/corpus"));
     files.extend(stm_files(&manifest_dir().join("tests/validate")));
+    files.extend(stm_files(&manifest_dir().join("tests/fragments")));
     files.extend(stm_files(&manifest_dir().join("../../examples")));
     let mut rendered = 0;
     for file in files {

@@ -49,6 +49,7 @@ fn set_ordered(mut lines: Vec<String>) -> Vec<String> {
 fn issues_match_harels_validate() {
     let mut files = stm_files(&manifest_dir().join("tests/validate"));
     files.extend(stm_files(&manifest_dir().join("tests/corpus")));
+    files.extend(stm_files(&manifest_dir().join("tests/fragments")));
     files.extend(stm_files(&manifest_dir().join("../../examples")));
     let mut codes = std::collections::BTreeSet::new();
     let mut compared = 0;
