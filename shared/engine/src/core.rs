@@ -106,9 +106,9 @@ fn effect<'d>(
     (&t.assignments, branch)
 }
 
-/// A region's deterministic id, `{exe_id}:{region path}:{entry seq}` (built without the
-/// formatting machinery: this runs on every fork).
-fn child_id(exe_id: &str, path: &str, seq: u64) -> String {
+/// A region's deterministic id, `{exe_id}:{region path}:{entry seq}`, written into `out`
+/// (built without the formatting machinery: this runs on every fork).
+fn write_child_id(out: &mut String, exe_id: &str, path: &str, seq: u64) {
     let mut digits = [0u8; 20];
     let mut n = seq;
     let mut i = digits.len();
@@ -121,13 +121,13 @@ fn child_id(exe_id: &str, path: &str, seq: u64) -> String {
         }
     }
     let digits = std::str::from_utf8(&digits[i..]).expect("ASCII digits");
-    let mut id = String::with_capacity(exe_id.len() + path.len() + digits.len() + 2);
-    id.push_str(exe_id);
-    id.push(':');
-    id.push_str(path);
-    id.push(':');
-    id.push_str(digits);
-    id
+    out.clear();
+    out.reserve(exe_id.len() + path.len() + digits.len() + 2);
+    out.push_str(exe_id);
+    out.push(':');
+    out.push_str(path);
+    out.push(':');
+    out.push_str(digits);
 }
 
 fn joined(exe: &Execution) -> bool {
@@ -477,10 +477,20 @@ impl<'d, H: Host> Run<'d, '_, H> {
     fn fork(&mut self, exe: &mut Execution, id: NodeId) {
         let node = self.defn.node(id);
         let seq = exe.invoke_seq.get(&node.full_path).copied().unwrap_or(0);
+        // harel replaces `children` with a fresh dict; the previous entries' strings are
+        // reused for the new ones (their buffers only: every field is rewritten below)
+        let mut old: [Option<(String, ChildState)>; 4] = Default::default();
+        if exe.children.len() <= old.len() {
+            for slot in &mut old {
+                *slot = exe.children.pop();
+            }
+        }
         exe.children.clear();
+        let mut recycled = old.iter_mut().filter_map(Option::take);
         for &child in &node.children {
             let c = self.defn.node(child);
-            let cid = child_id(&exe.id, &c.full_path, seq);
+            let (mut cid, mut state) = recycled.next().unwrap_or_default();
+            write_child_id(&mut cid, &exe.id, &c.full_path, seq);
             let passed: Object = node
                 .invoke_with
                 .iter()
@@ -491,14 +501,14 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 root_path: c.full_path.clone(),
                 context: passed,
             });
-            exe.children.insert(
-                cid,
-                ChildState {
-                    root_path: c.full_path.clone(),
-                    key: c.full_path.clone(),
-                    ..ChildState::default()
-                },
-            );
+            state.root_path.clone_from(&c.full_path);
+            state.key.clone_from(&c.full_path);
+            state.finished = false;
+            state.outcome = None;
+            state.result.clear();
+            state.submachine = false;
+            state.extra.clear();
+            exe.children.insert(cid, state);
         }
     }
 
@@ -1123,6 +1133,12 @@ mod tests {
         exe.children[0].result.insert("outcome".into(), Value::Null);
         expose_region_results(&mut exe);
         assert_eq!(serde_json::to_string(&exe.context).unwrap(), before);
+    }
+
+    fn child_id(exe_id: &str, path: &str, seq: u64) -> String {
+        let mut out = "previous contents".to_string();
+        write_child_id(&mut out, exe_id, path, seq);
+        out
     }
 
     #[test]
