@@ -215,3 +215,60 @@ fn a_diamond_import_loads_once() {
     assert_eq!(base.len(), 1, "{:?}", loaded.imports);
     assert_eq!(loaded.imports.len(), 3, "{:?}", loaded.imports);
 }
+
+/// A scratch directory of `.stm` files, for errors harel words differently (syntax) or
+/// that only we raise (`invoke` is not run yet).
+fn scratch(files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "harel-lang-fragments-{}-{}",
+        std::process::id(),
+        files[0].0.replace('/', "_")
+    ));
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    dir
+}
+
+#[test]
+fn a_syntax_error_in_an_imported_file_is_shown_in_that_file() {
+    let dir = scratch(&[
+        (
+            "syntax_root.stm",
+            "import \"lib/broken.stm\" as b\nmachine M { initial A state A {} }\n",
+        ),
+        (
+            "lib/broken.stm",
+            "event E {}\nfragment F { initial X stat X {} }\n",
+        ),
+    ]);
+    let err = ours(&dir.join("syntax_root.stm"));
+    assert_eq!(err.kind, ErrorKind::Syntax);
+    assert!(err.origin.ends_with("lib/broken.stm"), "{err}");
+    assert_eq!(err.pos, Some((2, 24)));
+    assert_eq!(err.message, "unexpected `stat`");
+}
+
+#[test]
+fn invoke_in_an_imported_file_is_refused_there() {
+    let dir = scratch(&[
+        (
+            "invoke_root.stm",
+            "import \"sub.stm\"\nmachine M { initial A use F as A }\n",
+        ),
+        (
+            "sub.stm",
+            "fragment F {\n  initial X\n  state X { invoke pkg.child }\n}\n",
+        ),
+    ]);
+    let err = ours(&dir.join("invoke_root.stm"));
+    assert_eq!(err.kind, ErrorKind::Unsupported);
+    assert!(err.origin.ends_with("sub.stm"), "{err}");
+    assert_eq!(err.pos, Some((3, 13)));
+    assert_eq!(
+        err.message,
+        "`invoke` is not supported yet (submachines come in a later version)"
+    );
+}
