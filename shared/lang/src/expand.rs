@@ -47,6 +47,8 @@ pub(crate) struct Expander<'a> {
     pub transition_origins: HashMap<Pos, Vec<Rc<Source>>>,
     /// The same for states (the builder rarely blames a state).
     pub state_origins: HashMap<Pos, Vec<Rc<Source>>>,
+    /// full_path -> the file each state was written in (a spliced one's is its fragment's).
+    pub state_files: HashMap<String, String>,
 }
 
 fn pystr(s: &str) -> String {
@@ -158,6 +160,7 @@ impl<'a> Expander<'a> {
             cycle: None,
             transition_origins: HashMap::new(),
             state_origins: HashMap::new(),
+            state_files: HashMap::new(),
         }
     }
 
@@ -325,9 +328,19 @@ impl<'a> Expander<'a> {
 
     /// `_expand`: hooks, timeout, transitions and inline submachine body resolved in this
     /// scope, child states expanded, then each `use` spliced in as a child composite.
-    pub fn expand(&mut self, cfg: &Object, scope: &Scope) -> Result<Object, LangError> {
+    /// `path` is the node's full path, as the builder derives it (the root's is empty).
+    pub fn expand(&mut self, cfg: &Object, scope: &Scope, path: &str) -> Result<Object, LangError> {
         let mut cfg = cfg.clone();
         self.note_origin(&cfg, scope, false);
+        self.state_files
+            .insert(path.to_string(), scope.source.origin.clone());
+        let child_path = |name: &str| {
+            if path.is_empty() {
+                name.to_string()
+            } else {
+                format!("{path}.{name}")
+            }
+        };
         let uses = cfg.shift_remove("__uses__");
         for hook in ["on_enter", "on_exit", "on_activity"] {
             if let Some(spec) = cfg
@@ -357,20 +370,25 @@ impl<'a> Expander<'a> {
             cfg.insert("transitions".into(), Value::Array(resolved));
         }
         if let Some(Value::Object(inline)) = cfg.get("invoke_inline").cloned() {
-            let expanded = self.expand(&inline, scope)?;
+            // an inline machine is a definition of its own: its paths start afresh, and
+            // are not recorded against this machine's
+            let saved = std::mem::take(&mut self.state_files);
+            let expanded = self.expand(&inline, scope, "")?;
+            self.state_files = saved;
             cfg.insert("invoke_inline".into(), Value::Object(expanded));
         }
         let mut states = Object::new();
         if let Some(Value::Object(children)) = cfg.get("states") {
             for (name, child) in children {
                 if let Value::Object(child) = child {
-                    states.insert(name.clone(), Value::Object(self.expand(child, scope)?));
+                    let expanded = self.expand(child, scope, &child_path(name))?;
+                    states.insert(name.clone(), Value::Object(expanded));
                 }
             }
         }
         if let Some(Value::Array(uses)) = uses {
             for inc in uses.iter().filter_map(Value::as_object) {
-                let (local, expanded) = self.instantiate(inc, scope)?;
+                let (local, expanded) = self.instantiate(inc, scope, &child_path)?;
                 if states.contains_key(&local) {
                     let fragment = inc.get("fragment").and_then(Value::as_str).unwrap_or("");
                     return Err(located(
@@ -394,7 +412,12 @@ impl<'a> Expander<'a> {
 
     /// `_instantiate`: check a `use`'s args against the fragment's params, build the
     /// instance scope, substitute state/event params, and expand the copy.
-    fn instantiate(&mut self, inc: &Object, scope: &Scope) -> Result<(String, Object), LangError> {
+    fn instantiate(
+        &mut self,
+        inc: &Object,
+        scope: &Scope,
+        child_path: &dyn Fn(&str) -> String,
+    ) -> Result<(String, Object), LangError> {
         let name = inc
             .get("fragment")
             .and_then(Value::as_str)
@@ -537,7 +560,7 @@ impl<'a> Expander<'a> {
             events: event_subst,
             source: frag_src,
         };
-        let expanded = self.expand(&clone, &child)?;
+        let expanded = self.expand(&clone, &child, &child_path(&local))?;
         Ok((local, expanded))
     }
 }

@@ -51,6 +51,9 @@ pub struct Loaded {
     /// `full_path -> (line, column)` of every state (harel's `_position_index`); a state
     /// spliced from an imported fragment has its position in that fragment's file.
     pub positions: HashMap<String, Pos>,
+    /// `full_path -> file` of every state: the machine's file, or for a state spliced
+    /// from an imported fragment, that fragment's file (where `positions` points).
+    pub position_files: HashMap<String, String>,
     /// The files imported, directly or not, in the order first read.
     pub imports: Vec<String>,
 }
@@ -60,6 +63,11 @@ impl Loaded {
     /// `definition_with_positions`, for tools that point at the source).
     pub fn issue_pos(&self, issue: &crate::validate::Issue) -> Option<Pos> {
         self.positions.get(&issue.path).copied()
+    }
+
+    /// The file `issue_pos` is a position in.
+    pub fn issue_file(&self, issue: &crate::validate::Issue) -> Option<&str> {
+        self.position_files.get(&issue.path).map(String::as_str)
     }
 }
 
@@ -143,7 +151,7 @@ fn load_source(
         source: Rc::clone(source),
     };
     let mut cx = Expander::new(&registry.fragments);
-    let mut cfg = cx.expand(machine, &scope)?;
+    let mut cfg = cx.expand(machine, &scope, "")?;
     // unbound references are aggregated across the whole machine (no single site), so
     // they point at the machine declaration, as harel's do
     let located = |message: String| source.error(ErrorKind::Semantic, pos_of(machine), message);
@@ -220,6 +228,7 @@ fn load_source(
         unbound_actions,
         config,
         positions,
+        position_files: std::mem::take(&mut cx.state_files),
         imports: registry.files,
     })
 }

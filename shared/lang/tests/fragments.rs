@@ -272,3 +272,32 @@ fn invoke_in_an_imported_file_is_refused_there() {
         "`invoke` is not supported yet (submachines come in a later version)"
     );
 }
+
+/// Positions of spliced states are in their fragment's file, and say which file that is.
+#[test]
+fn spliced_states_are_positioned_in_their_own_file() {
+    let file = manifest_dir().join("tests/fragments/imports.stm");
+    let loaded = harel_lang::load_file_with(&file, None, &Default::default()).expect("loads");
+    let at = |path: &str| {
+        (
+            loaded.positions.get(path).copied(),
+            loaded
+                .position_files
+                .get(path)
+                .map(|f| file_name(Path::new(f))),
+        )
+    };
+    assert_eq!(at("Draft"), (Some((12, 3)), Some("imports.stm".into())));
+    // `use steps.Review` splices the fragment declared in lib/steps.stm ...
+    assert_eq!(at("Review"), (Some((6, 1)), Some("steps.stm".into())));
+    // ... whose `use Gate` splices shared.stm's fragment
+    assert_eq!(
+        at("Review.Check"),
+        (Some((6, 1)), Some("shared.stm".into()))
+    );
+    assert_eq!(
+        at("Review.Check.Wait"),
+        (Some((8, 3)), Some("shared.stm".into()))
+    );
+    assert_eq!(at("Deep.L1"), (Some((4, 3)), Some("deep.stm".into())));
+}
