@@ -9,8 +9,10 @@ Two measurements on the same machines and events as `benches/engine.rs`:
 - `runner`: `DurableRunner` over a `DictStore` (inline execution), the way an application
   drives harel: a store commit per step, dedupe, the outbox relay. Shown for context.
 
-Prints one `RESULT <side> <machine> <events> <seconds>` line per measurement (the engine's:
-the fastest of `--repeats` runs; the runner's: one run).
+Prints one `RESULT <side> <machine> <events> <wall seconds> <CPU seconds>` line per
+measurement (the engine's: the fastest of `--repeats` runs; the runner's: one run). CPU
+seconds are the thread's own run time (`/proc/thread-self/schedstat`, as engine.rs reads
+it): on a shared machine the wall clock also counts the time other processes held the core.
 """
 
 from __future__ import annotations
@@ -115,31 +117,52 @@ WORKLOADS = {
 }
 
 
-def bench_engine(machine: str, events: int) -> float:
+def _cpu() -> float | None:
+    """This thread's CPU time in seconds (the kernel's `sum_exec_runtime`), None off Linux."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _Clock:
+    """Wall and CPU time of a measured loop (CPU falls back to wall where unreadable)."""
+
+    def __enter__(self) -> "_Clock":
+        self._cpu = _cpu()
+        self._wall = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall = time.perf_counter() - self._wall
+        cpu = _cpu()
+        self.cpu = cpu - self._cpu if cpu is not None and self._cpu is not None else self.wall
+
+
+def bench_engine(machine: str, events: int) -> tuple[float, float]:
     name, cycle = WORKLOADS[machine]
     driver = PureDriver(_load(name))
     exe = driver.create()
-    started = time.perf_counter()
-    for i in range(events):
-        driver.deliver(exe.id, cycle[i % len(cycle)])
-    elapsed = time.perf_counter() - started
+    with _Clock() as clock:
+        for i in range(events):
+            driver.deliver(exe.id, cycle[i % len(cycle)])
     _check(machine, exe, events)
-    return elapsed
+    return clock.wall, clock.cpu
 
 
-def bench_runner(machine: str, events: int) -> float:
+def bench_runner(machine: str, events: int) -> tuple[float, float]:
     name, cycle = WORKLOADS[machine]
     defn = _load(name)
     runner = DurableRunner(DictStore(), {defn.id: defn}, execution="inline")
     exe = runner.create(defn.id)
-    started = time.perf_counter()
-    for i in range(events):
-        # a runner dedupes by event id: each delivery is a new event, as in production
-        template = cycle[i % len(cycle)]
-        exe = runner.process(exe.id, Event(kind=template.kind, data=dict(template.data)))
-    elapsed = time.perf_counter() - started
+    with _Clock() as clock:
+        for i in range(events):
+            # a runner dedupes by event id: each delivery is a new event, as in production
+            template = cycle[i % len(cycle)]
+            exe = runner.process(exe.id, Event(kind=template.kind, data=dict(template.data)))
     _check(machine, exe, events)
-    return elapsed
+    return clock.wall, clock.cpu
 
 
 def _check(machine: str, exe: Execution, events: int) -> None:
@@ -162,8 +185,10 @@ def main(argv: list[str]) -> int:
             # a small warm-up run (imports, caches), then the best of the measured ones: a
             # shared machine's noise only ever slows a run down
             fn(machine, 300)
-            elapsed = min(fn(machine, args.events) for _ in range(repeats))
-            print(f"RESULT python-{side} {machine} {args.events} {elapsed:.6f}", flush=True)
+            runs = [fn(machine, args.events) for _ in range(repeats)]
+            wall = min(r[0] for r in runs)
+            cpu = min(r[1] for r in runs)
+            print(f"RESULT python-{side} {machine} {args.events} {wall:.6f} {cpu:.6f}", flush=True)
     return 0
 
 
