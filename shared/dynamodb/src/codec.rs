@@ -9,7 +9,6 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use harel_model::pyrepr::py_float_repr;
-use serde_json::Value;
 
 /// An item or key in DynamoDB's typed form.
 pub type Item = HashMap<String, AttributeValue>;
@@ -190,83 +189,9 @@ fn number_size(n: &str) -> usize {
     significant.len().div_ceil(2) + 1
 }
 
-/// Python's `json.dumps(value)` with its defaults: `", "` and `": "` separators, non-ASCII
-/// escaped, floats in `repr`. harel writes spawn contexts and trace entries this way.
-pub fn py_json_dumps(value: &Value) -> String {
-    let mut out = String::new();
-    write_py_json(value, &mut out);
-    out
-}
-
-fn write_py_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() => {
-                if f.is_nan() {
-                    out.push_str("NaN");
-                } else if f.is_infinite() {
-                    out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
-                } else {
-                    out.push_str(&py_float_repr(f));
-                }
-            }
-            _ => out.push_str(&n.to_string()),
-        },
-        Value::String(s) => write_py_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_py_json(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_py_str(k, out);
-                out.push_str(": ");
-                write_py_json(v, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn write_py_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e && (c as u32) != 0x7f => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn floats_are_written_as_boto3_writes_decimal_of_str() {
@@ -295,16 +220,6 @@ mod tests {
             Err(CodecError::NotFinite(_))
         ));
         assert!(py_decimal_str(f64::INFINITY).is_err());
-    }
-
-    #[test]
-    fn json_dumps_matches_python() {
-        // json.dumps({"a": 1, "b": [1.0, "é", None, True], "c": {"d": 1e16}, "q": "\"\n"})
-        let v = json!({"a": 1, "b": [1.0, "é", null, true], "c": {"d": 1e16}, "q": "\"\n", "emoji": "😀"});
-        assert_eq!(
-            py_json_dumps(&v),
-            r#"{"a": 1, "b": [1.0, "\u00e9", null, true], "c": {"d": 1e+16}, "q": "\"\n", "emoji": "\ud83d\ude00"}"#
-        );
     }
 
     #[test]

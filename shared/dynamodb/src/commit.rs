@@ -9,11 +9,12 @@ use aws_sdk_dynamodb::types::{
     CancellationReason, Delete, Put, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure,
     TransactWriteItem,
 };
+use harel_model::pyjson::json_dumps;
 use harel_model::Execution;
 use harel_store::{Commit, StoreError, TimerOp};
 use serde_json::Value;
 
-use crate::codec::{self, item_size, n_float, n_int, py_json_dumps, s, Item};
+use crate::codec::{self, item_size, n_float, n_int, s, Item};
 use crate::errors;
 use crate::tables::Tables;
 
@@ -174,7 +175,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         item.insert("root_path".into(), s(&spawn.root_path));
         item.insert(
             "context".into(),
-            s(py_json_dumps(&Value::Object(spawn.context.clone()))),
+            s(json_dumps(&Value::Object(spawn.context.clone()), false)),
         );
         let size = item_size(&item);
         puts.push((
@@ -236,7 +237,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         item.insert("idx".into(), n_int(idx));
         item.insert(
             "entry".into(),
-            s(py_json_dumps(&Value::Object(entry.clone()))),
+            s(json_dumps(&Value::Object(entry.clone()), false)),
         );
         let size = item_size(&item);
         trace_item = Some(puts.len());

@@ -401,9 +401,10 @@ impl DynamoDbStore {
             .item("idx", n_int(idx))
             .item(
                 "entry",
-                s(codec::py_json_dumps(&serde_json::Value::Object(
-                    entry.clone(),
-                ))),
+                s(harel_model::pyjson::json_dumps(
+                    &serde_json::Value::Object(entry.clone()),
+                    false,
+                )),
             )
             .send()
             .await

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use harel_model::pyjson::json_dumps;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -18,7 +19,6 @@ use crate::config::IdempotencyConfig;
 use crate::error::{IdempotencyError, RunError};
 use crate::keys::{default_key_prefix, KeyMaker};
 use crate::persistence::{DynamoDbPersistenceLayer, PersistenceError};
-use crate::pyjson::dumps_sorted;
 use crate::record::{now_millis, now_seconds, DataRecord, Status, COMPLETED, INPROGRESS};
 use crate::size::MAX_ITEM_SIZE;
 
@@ -296,7 +296,7 @@ impl<C: Client> Idempotency<C> {
         let key = &claimed.idempotency_key;
         let mut completed = DataRecord::new(key.clone(), COMPLETED);
         completed.expiry_timestamp = Some(self.expiry_timestamp());
-        completed.response_data = dumps_sorted(&value);
+        completed.response_data = json_dumps(&value, true);
         completed.payload_hash = claimed.payload_hash.clone();
         let validation = self.keys.validation_enabled();
 

@@ -4,12 +4,12 @@
 //! the whole payload or what `event_key_jmespath` picks from it (a selected string is hashed
 //! with its JSON quotes, as Python hashes `json.dumps("abc")`).
 
+use harel_model::pyjson::json_dumps;
 use serde_json::Value;
 
 use crate::config::IdempotencyConfig;
 use crate::hashing::HashFunction;
 use crate::jmes::{JmesError, JmesPath};
-use crate::pyjson::dumps_sorted;
 
 /// Powertools reads the function name from the Lambda environment for the key prefix.
 pub const FUNCTION_NAME_ENV: &str = "AWS_LAMBDA_FUNCTION_NAME";
@@ -93,7 +93,7 @@ impl KeyMaker {
     }
 
     fn hash_of(&self, data: &Value) -> String {
-        self.hash.hexdigest(dumps_sorted(data).as_bytes())
+        self.hash.hexdigest(json_dumps(data, true).as_bytes())
     }
 }
 

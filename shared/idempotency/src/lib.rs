@@ -31,7 +31,6 @@ pub mod keys;
 pub mod lambda;
 pub mod memory;
 pub mod persistence;
-pub mod pyjson;
 pub mod record;
 pub mod sdk;
 pub mod size;

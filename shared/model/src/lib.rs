@@ -7,6 +7,7 @@
 pub mod build;
 pub mod definition;
 pub mod execution;
+pub mod pyjson;
 pub mod pyrepr;
 pub mod schema;
 
