@@ -685,7 +685,13 @@ impl<'d, H: Host> Run<'d, '_, H> {
         self.set_active(pivot);
         if let Some(values) = values.filter(|v| !v.is_empty()) {
             for (k, v) in values {
-                exe.context.insert(k.to_string(), v.clone());
+                // an existing key keeps its String (and its place, as an insert would)
+                match exe.context.get_mut(k) {
+                    Some(slot) => *slot = v.clone(),
+                    None => {
+                        exe.context.insert(k.to_string(), v.clone());
+                    }
+                }
                 self.fx.assigned.insert(k.to_string(), v);
             }
         }

@@ -55,7 +55,7 @@ use crate::definition::{
     ActionRef, Assign, Choice, Definition, EventFilter, Expr, FieldRef, Node, NodeId, NodeKind, Op,
     Predicate, Scope, Selector, Timeout, Transition,
 };
-use crate::execution::Object;
+use crate::execution::{KeyMap, Object};
 use crate::pyrepr::{py_repr, py_str};
 use crate::schema::{EventType, FieldSpec};
 
@@ -139,7 +139,7 @@ pub fn build_definition(
     }
     let events = build_events(cfg)?;
     let context_schema = match cfg.get("context_schema") {
-        None | Some(Value::Null) => IndexMap::new(),
+        None | Some(Value::Null) => KeyMap::default(),
         Some(v) => build_fields(as_object(v, "`context_schema`", None)?)?,
     };
     let ttl = match cfg.get("ttl") {
@@ -187,7 +187,7 @@ fn build_field_spec(v: &Value) -> Result<FieldSpec, BuildError> {
     }
 }
 
-fn build_fields(o: &Map<String, Value>) -> Result<IndexMap<String, FieldSpec>, BuildError> {
+fn build_fields(o: &Map<String, Value>) -> Result<KeyMap<FieldSpec>, BuildError> {
     o.iter()
         .map(|(k, v)| Ok((k.clone(), build_field_spec(v)?)))
         .collect()
@@ -200,7 +200,7 @@ fn build_events(cfg: &Map<String, Value>) -> Result<IndexMap<String, EventType>,
     let mut out = IndexMap::new();
     for (name, fields) in as_object(raw, "`events`", None)? {
         let fields = match fields {
-            Value::Null => IndexMap::new(),
+            Value::Null => KeyMap::default(),
             v => build_fields(as_object(v, "an event's fields", None)?)?,
         };
         out.insert(

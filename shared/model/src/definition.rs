@@ -10,7 +10,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::execution::{FastHash, Object};
+use crate::execution::{FastHash, KeyMap, Object};
 use crate::schema::{EventType, FieldSpec};
 
 /// Index of a node in its Definition's arena.
@@ -318,7 +318,7 @@ pub struct Definition {
     /// Seconds a root execution may go without a domain event before it expires.
     pub ttl: Option<i64>,
     /// The context's declared, typed fields (empty: an untyped context).
-    pub context_schema: IndexMap<String, FieldSpec>,
+    pub context_schema: KeyMap<FieldSpec>,
 }
 
 impl Definition {

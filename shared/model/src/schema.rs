@@ -3,7 +3,7 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::execution::Object;
+use crate::execution::{KeyMap, Object};
 use crate::pyrepr::{py_repr, py_type_name};
 
 /// Field types a datum may declare; `any` opts out of checking.
@@ -41,7 +41,7 @@ impl Default for FieldSpec {
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct EventType {
     pub name: String,
-    pub fields: IndexMap<String, FieldSpec>,
+    pub fields: KeyMap<FieldSpec>,
 }
 
 /// Whether `value` is of the declared type: `int` excludes booleans and floats, `float`
@@ -59,7 +59,7 @@ pub fn value_fits(type_: &str, value: &Value) -> bool {
 
 /// What in `values` breaks `schema`, in harel's words. Undeclared keys are allowed.
 pub fn schema_problems(
-    schema: &IndexMap<String, FieldSpec>,
+    schema: &KeyMap<FieldSpec>,
     values: &Object,
     check_required: bool,
 ) -> Vec<String> {
@@ -92,7 +92,7 @@ pub fn schema_problems(
 }
 
 /// `context` with every schema field it lacks that declares a default added.
-pub fn with_defaults(schema: &IndexMap<String, FieldSpec>, context: &Object) -> Object {
+pub fn with_defaults(schema: &KeyMap<FieldSpec>, context: &Object) -> Object {
     let mut filled = context.clone();
     for (name, spec) in schema {
         if let Some(default) = &spec.default {
@@ -112,7 +112,7 @@ pub struct ContextError {
 }
 
 pub fn check_context(
-    schema: &IndexMap<String, FieldSpec>,
+    schema: &KeyMap<FieldSpec>,
     context: &Object,
     check_required: bool,
 ) -> Result<(), ContextError> {
@@ -160,8 +160,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn schema() -> IndexMap<String, FieldSpec> {
-        let mut s = IndexMap::new();
+    fn schema() -> KeyMap<FieldSpec> {
+        let mut s = KeyMap::default();
         s.insert(
             "amount".into(),
             FieldSpec {
