@@ -6,32 +6,16 @@
 //! `.venv/bin/python` at the workspace root (created by `scripts/python-env.sh`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{json, Map, Value};
 
 mod common;
-use common::{manifest_dir, python, stm_files, KNOWN_DEVIATIONS};
+use common::{harel_on_snippets, json_lines, run_harel_script, stm_files_in, KNOWN_DEVIATIONS};
 
 fn harel_dump(file: &Path, machine: Option<&str>) -> Vec<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/dump_program.py");
-    let mut cmd = Command::new(python());
-    cmd.arg(script).arg(file);
-    if let Some(m) = machine {
-        cmd.arg(m);
-    }
-    let out = cmd.output().expect("run harel's python");
-    assert!(
-        out.status.success(),
-        "harel failed on {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("harel's JSON"))
-        .collect()
+    let mut args = vec![file.as_os_str()];
+    args.extend(machine.map(std::ffi::OsStr::new));
+    json_lines(&run_harel_script("dump_program.py", &args))
 }
 
 /// Equal JSON texts, or a panic showing the first line that differs.
@@ -63,11 +47,8 @@ fn objects<V: Clone + Into<Value>>(m: &indexmap::IndexMap<String, V>) -> Value {
 }
 
 fn corpus() -> Vec<PathBuf> {
-    let mut files = stm_files(&manifest_dir().join("tests/corpus"));
-    // fragments and imports (their `lib/` files are imported, not loaded on their own)
-    files.extend(stm_files(&manifest_dir().join("tests/fragments")));
-    files.extend(stm_files(&manifest_dir().join("../../examples")));
-    files
+    // fragments and imports: their `lib/` files are imported, not loaded on their own
+    stm_files_in(&["tests/corpus", "tests/fragments", "../../examples"])
 }
 
 fn program_json(prog: &harel_lang::Program) -> Value {
@@ -96,30 +77,10 @@ fn program_json(prog: &harel_lang::Program) -> Value {
 #[test]
 fn snippets_are_accepted_and_parsed_as_harel_does() {
     // HAREL_SNIPPETS points the comparison at another snippet file (e.g. mutated ones)
-    let snippets = std::env::var_os("HAREL_SNIPPETS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir().join("tests/snippets.txt"));
-    let out = Command::new(python())
-        .arg(manifest_dir().join("tests/support/accept_dump.py"))
-        .arg(&snippets)
-        .output()
-        .expect("run harel's python");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let theirs: Vec<Value> = String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("harel's JSON"))
-        .collect();
-    let text = std::fs::read_to_string(&snippets).expect("snippets");
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), theirs.len());
     let mut failures = Vec::new();
-    for (i, (line, theirs)) in lines.iter().zip(&theirs).enumerate() {
-        if KNOWN_DEVIATIONS.contains(line) {
+    for (i, (line, theirs)) in harel_on_snippets("accept_dump.py").iter().enumerate() {
+        let line = line.as_str();
+        if KNOWN_DEVIATIONS.contains(&line) {
             assert!(theirs.is_object(), "harel now refuses {line}");
             assert!(
                 harel_lang::parse(line, "snippet.stm").is_err(),

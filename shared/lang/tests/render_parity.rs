@@ -2,20 +2,21 @@
 //! and Mermaid text as harel's `viz` modules; where harel cannot render (an assertion),
 //! neither do we.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::ffi::OsStr;
 
 use serde_json::Value;
 
 mod common;
-use common::{manifest_dir, python, stm_files, KNOWN_DEVIATIONS};
+use common::{harel_on_snippets, run_harel_script, stm_files_in, KNOWN_DEVIATIONS};
 
 #[test]
 fn diagrams_match_harels() {
-    let mut files = stm_files(&manifest_dir().join("tests/corpus"));
-    files.extend(stm_files(&manifest_dir().join("tests/validate")));
-    files.extend(stm_files(&manifest_dir().join("tests/fragments")));
-    files.extend(stm_files(&manifest_dir().join("../../examples")));
+    let files = stm_files_in(&[
+        "tests/corpus",
+        "tests/validate",
+        "tests/fragments",
+        "../../examples",
+    ]);
     let mut rendered = 0;
     for file in files {
         let program = harel_lang::parse_file(&file).unwrap_or_else(|e| panic!("{e}"));
@@ -23,18 +24,8 @@ fn diagrams_match_harels() {
             let defn = harel_lang::loader::load_file_with(&file, Some(name), &Default::default())
                 .unwrap_or_else(|e| panic!("{e}"))
                 .definition;
-            let out = Command::new(python())
-                .arg(manifest_dir().join("tests/support/render_dump.py"))
-                .arg(&file)
-                .arg(name)
-                .output()
-                .expect("run harel's python");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let theirs: Value = serde_json::from_slice(&out.stdout).expect("harel's JSON");
+            let out = run_harel_script("render_dump.py", &[file.as_os_str(), OsStr::new(name)]);
+            let theirs: Value = serde_json::from_str(&out).expect("harel's JSON");
             for (key, ours) in [
                 ("plantuml", harel_lang::render::plantuml::render(&defn)),
                 ("mermaid", harel_lang::render::mermaid::render(&defn)),
@@ -58,31 +49,12 @@ fn diagrams_match_harels() {
 /// e.g. from `support/random_machines.py`) draws the same diagrams.
 #[test]
 fn snippets_render_as_harel_does() {
-    let snippets = std::env::var_os("HAREL_SNIPPETS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir().join("tests/snippets.txt"));
-    let out = Command::new(python())
-        .arg(manifest_dir().join("tests/support/render_snippets.py"))
-        .arg(&snippets)
-        .output()
-        .expect("run harel's python");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let theirs: Vec<Value> = String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("harel's JSON"))
-        .collect();
-    let text = std::fs::read_to_string(&snippets).expect("snippets");
     let mut compared = 0;
-    for (i, (line, theirs)) in text.lines().zip(&theirs).enumerate() {
+    for (i, (line, theirs)) in harel_on_snippets("render_snippets.py").iter().enumerate() {
         let Value::Object(machines) = theirs else {
             continue;
         };
-        if KNOWN_DEVIATIONS.contains(&line) {
+        if KNOWN_DEVIATIONS.contains(&line.as_str()) {
             continue;
         }
         let source = line.replace('⏎', "\n");

@@ -2,29 +2,16 @@
 //! file per family of rules), the corpus and the examples, our issues print exactly as
 //! harel's `validate` prints them, in the same order.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::ffi::OsStr;
+use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
 mod common;
-use common::{manifest_dir, python, stm_files, KNOWN_DEVIATIONS};
+use common::{harel_on_snippets, run_harel_script, stm_files_in, KNOWN_DEVIATIONS};
 
-fn harel_issues(file: &std::path::Path, machine: &str) -> Vec<String> {
-    let out = Command::new(python())
-        .arg(manifest_dir().join("tests/support/validate_dump.py"))
-        .arg(file)
-        .arg(machine)
-        .output()
-        .expect("run harel's python");
-    assert!(
-        out.status.success(),
-        "harel failed on {} {machine}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
+fn harel_issues(file: &Path, machine: &str) -> Vec<String> {
+    run_harel_script("validate_dump.py", &[file.as_os_str(), OsStr::new(machine)])
         .lines()
         .map(str::to_string)
         .collect()
@@ -47,10 +34,12 @@ fn set_ordered(mut lines: Vec<String>) -> Vec<String> {
 
 #[test]
 fn issues_match_harels_validate() {
-    let mut files = stm_files(&manifest_dir().join("tests/validate"));
-    files.extend(stm_files(&manifest_dir().join("tests/corpus")));
-    files.extend(stm_files(&manifest_dir().join("tests/fragments")));
-    files.extend(stm_files(&manifest_dir().join("../../examples")));
+    let files = stm_files_in(&[
+        "tests/validate",
+        "tests/corpus",
+        "tests/fragments",
+        "../../examples",
+    ]);
     let mut codes = std::collections::BTreeSet::new();
     let mut compared = 0;
     for file in files {
@@ -110,31 +99,12 @@ fn issues_match_harels_validate() {
 /// where harel's fails, and validates to the same issues.
 #[test]
 fn snippets_validate_as_harel_does() {
-    let snippets = std::env::var_os("HAREL_SNIPPETS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir().join("tests/snippets.txt"));
-    let out = Command::new(python())
-        .arg(manifest_dir().join("tests/support/validate_snippets.py"))
-        .arg(&snippets)
-        .output()
-        .expect("run harel's python");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let theirs: Vec<Value> = String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("harel's JSON"))
-        .collect();
-    let text = std::fs::read_to_string(&snippets).expect("snippets");
     let mut failures = Vec::new();
-    for (i, (line, theirs)) in text.lines().zip(&theirs).enumerate() {
+    for (i, (line, theirs)) in harel_on_snippets("validate_snippets.py").iter().enumerate() {
         let Value::Object(theirs) = theirs else {
             continue; // harel refuses it; the parse parity test covers that
         };
-        if KNOWN_DEVIATIONS.contains(&line) {
+        if KNOWN_DEVIATIONS.contains(&line.as_str()) {
             continue;
         }
         let source = line.replace('⏎', "\n");
