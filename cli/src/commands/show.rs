@@ -20,8 +20,9 @@ pub struct StoreArgs {
     /// The execution store
     #[arg(long, value_enum, default_value = "memory")]
     pub store: StoreKind,
-    /// The prefix of the DynamoDB tables ({prefix}_executions, ...), as harel's `prefix`
-    #[arg(long, default_value = "harel")]
+    /// The prefix of the DynamoDB tables ({prefix}_executions, ...), as harel's `prefix`;
+    /// read from HAREL_TABLE_PREFIX, like the functions, when not given
+    #[arg(long, env = "HAREL_TABLE_PREFIX", default_value = "harel")]
     pub table_prefix: String,
 }
 
