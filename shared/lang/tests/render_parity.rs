@@ -7,41 +7,35 @@ use std::ffi::OsStr;
 use serde_json::Value;
 
 mod common;
-use common::{harel_on_snippets, run_harel_script, stm_files_in, KNOWN_DEVIATIONS};
+use common::{for_each_machine, harel_on_snippets, run_harel_script, KNOWN_DEVIATIONS};
 
 #[test]
 fn diagrams_match_harels() {
-    let files = stm_files_in(&[
+    let dirs = [
         "tests/corpus",
         "tests/validate",
         "tests/fragments",
         "../../examples",
-    ]);
+    ];
     let mut rendered = 0;
-    for file in files {
-        let program = harel_lang::parse_file(&file).unwrap_or_else(|e| panic!("{e}"));
-        for name in program.machines.keys() {
-            let defn = harel_lang::loader::load_file_with(&file, Some(name), &Default::default())
-                .unwrap_or_else(|e| panic!("{e}"))
-                .definition;
-            let out = run_harel_script("render_dump.py", &[file.as_os_str(), OsStr::new(name)]);
-            let theirs: Value = serde_json::from_str(&out).expect("harel's JSON");
-            for (key, ours) in [
-                ("plantuml", harel_lang::render::plantuml::render(&defn)),
-                ("mermaid", harel_lang::render::mermaid::render(&defn)),
-            ] {
-                let what = format!("{key} of {name} in {}", file.display());
-                match (&theirs[key], ours) {
-                    (Value::String(t), Ok(o)) => {
-                        assert_eq!(&o, t, "{what}");
-                        rendered += 1;
-                    }
-                    (Value::Null, Err(_)) => {}
-                    (t, o) => panic!("{what}: harel gave {t}, we gave {o:?}"),
+    for_each_machine(&dirs, |file, name, defn| {
+        let out = run_harel_script("render_dump.py", &[file.as_os_str(), OsStr::new(name)]);
+        let theirs: Value = serde_json::from_str(&out).expect("harel's JSON");
+        for (key, ours) in [
+            ("plantuml", harel_lang::render::plantuml::render(&defn)),
+            ("mermaid", harel_lang::render::mermaid::render(&defn)),
+        ] {
+            let what = format!("{key} of {name} in {}", file.display());
+            match (&theirs[key], ours) {
+                (Value::String(t), Ok(o)) => {
+                    assert_eq!(&o, t, "{what}");
+                    rendered += 1;
                 }
+                (Value::Null, Err(_)) => {}
+                (t, o) => panic!("{what}: harel gave {t}, we gave {o:?}"),
             }
         }
-    }
+    });
     assert!(rendered >= 20, "only {rendered} diagrams compared");
 }
 

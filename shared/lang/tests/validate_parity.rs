@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 mod common;
-use common::{harel_on_snippets, run_harel_script, stm_files_in, KNOWN_DEVIATIONS};
+use common::{for_each_machine, harel_on_snippets, run_harel_script, KNOWN_DEVIATIONS};
 
 fn harel_issues(file: &Path, machine: &str) -> Vec<String> {
     run_harel_script("validate_dump.py", &[file.as_os_str(), OsStr::new(machine)])
@@ -34,32 +34,26 @@ fn set_ordered(mut lines: Vec<String>) -> Vec<String> {
 
 #[test]
 fn issues_match_harels_validate() {
-    let files = stm_files_in(&[
+    let dirs = [
         "tests/validate",
         "tests/corpus",
         "tests/fragments",
         "../../examples",
-    ]);
+    ];
     let mut codes = std::collections::BTreeSet::new();
     let mut compared = 0;
-    for file in files {
-        let program = harel_lang::parse_file(&file).unwrap_or_else(|e| panic!("{e}"));
-        for name in program.machines.keys() {
-            let defn = harel_lang::loader::load_file_with(&file, Some(name), &Default::default())
-                .unwrap_or_else(|e| panic!("{e}"))
-                .definition;
-            let issues = harel_lang::validate(&defn);
-            codes.extend(issues.iter().map(|i| i.code));
-            let ours: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            assert_eq!(
-                set_ordered(ours),
-                set_ordered(harel_issues(&file, name)),
-                "{} machine {name}",
-                file.display()
-            );
-            compared += 1;
-        }
-    }
+    for_each_machine(&dirs, |file, name, defn| {
+        let issues = harel_lang::validate(&defn);
+        codes.extend(issues.iter().map(|i| i.code));
+        let ours: Vec<String> = issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            set_ordered(ours),
+            set_ordered(harel_issues(file, name)),
+            "{} machine {name}",
+            file.display()
+        );
+        compared += 1;
+    });
     assert!(compared >= 10, "only {compared} machines compared");
     // every rule the language can trigger without submachines is exercised
     for code in [

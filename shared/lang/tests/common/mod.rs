@@ -44,6 +44,20 @@ pub fn stm_files_in(dirs: &[&str]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Every machine of the `.stm` files of `dirs`, loaded as harel's `definition_from_dsl`
+/// would: `f(file, machine name, definition)`.
+pub fn for_each_machine(dirs: &[&str], mut f: impl FnMut(&Path, &str, harel_model::Definition)) {
+    for file in stm_files_in(dirs) {
+        let program = harel_lang::parse_file(&file).unwrap_or_else(|e| panic!("{e}"));
+        for name in program.machines.keys() {
+            let defn = harel_lang::loader::load_file_with(&file, Some(name), &Default::default())
+                .unwrap_or_else(|e| panic!("{e}"))
+                .definition;
+            f(&file, name, defn);
+        }
+    }
+}
+
 /// Runs `tests/support/<script>` with harel's Python; its stdout. A failing script fails
 /// the test with its stderr, since harel's traceback is the diagnosis.
 pub fn run_harel_script(script: &str, args: &[&OsStr]) -> String {
