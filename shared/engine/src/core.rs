@@ -661,6 +661,22 @@ impl<'d, H: Host> Run<'d, '_, H> {
         };
         let source = self.active(exe)?;
         let pivot = defn.lca(source, target);
+        // The last exit writes `history[pivot]` and the first enter overwrites it, with
+        // nothing in between that reads it or adds a history key (so the key's place is the
+        // same either way). The exit's write is skipped when that enter cannot fail before
+        // its own write (no hook, no timer to arm): what a failing enter would leave behind
+        // is the only way to see it.
+        let first_entered = {
+            let mut id = target;
+            loop {
+                match defn.node(id).parent {
+                    Some(p) if p == pivot && id != pivot => break Some(id),
+                    Some(p) => id = p,
+                    None => break None,
+                }
+            }
+        };
+        let overwritten = first_entered.is_some_and(|f| !self.hooked(f, CallKind::Enter));
         // exited levels, innermost-first
         let mut cur = source;
         while cur != pivot {
@@ -672,11 +688,13 @@ impl<'d, H: Host> Run<'d, '_, H> {
             let parent = node
                 .parent
                 .ok_or_else(|| EngineError::Corrupt("the pivot is not above the source".into()))?;
-            record_history(
-                &mut exe.history,
-                &defn.node(parent).full_path,
-                &node.full_path,
-            );
+            if !(parent == pivot && overwritten) {
+                record_history(
+                    &mut exe.history,
+                    &defn.node(parent).full_path,
+                    &node.full_path,
+                );
+            }
             if node.kind == NodeKind::Orthogonal || node.invoke_each.is_some() {
                 self.leave_regions(exe, cur);
             }
