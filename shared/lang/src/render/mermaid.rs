@@ -2,10 +2,15 @@
 //! line: composites fold their hooks into the title, orthogonal regions are split by
 //! `--`, ids are the full_path made identifier-safe, and `:` in labels is `#58;`.
 
-use harel_model::{Assign, Definition, EventFilter, Node, NodeId, NodeKind, Timeout, Transition};
+use harel_model::{
+    Assign, Choice, Definition, EventFilter, Node, NodeId, NodeKind, Selector, Timeout, Transition,
+};
 
 use super::guards::{branch_text, effect_text, guard_text};
-use super::{seconds_text, short_name, RenderError};
+use super::{
+    choice_branches, emit_edges, push_once, seconds_text, selector_target, short_name, start_child,
+    transitions_from, Format, RenderError,
+};
 
 const INDENT: &str = "  ";
 
@@ -91,84 +96,81 @@ fn branch_effect(assignments: &[Assign]) -> String {
         .unwrap_or_default()
 }
 
-fn emit_choice(
-    defn: &Definition,
-    source: NodeId,
-    t: &Transition,
-    pad: &str,
-    out: &mut Vec<String>,
-) {
-    let Some(choice) = &t.choice else {
-        return;
-    };
-    let src = nid(defn, source);
-    let node = format!("{src}__choose");
-    out.push(format!("{pad}state {node} <<choice>>"));
-    out.push(format!(
-        "{pad}{src} --> {node}{}",
-        edge_suffix(t.event_filter.as_ref(), &t.assignments)
-    ));
-    for (i, (guard, target)) in choice.branches.iter().enumerate() {
-        let assigns = choice
-            .branch_assignments
-            .get(i)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        out.push(format!(
-            "{pad}{node} --> {} : [{}]{}",
-            nid(defn, *target),
-            text(&branch_text(guard)),
-            branch_effect(assigns)
-        ));
-    }
-    if let Some(default) = choice.default {
-        out.push(format!(
-            "{pad}{node} --> {} : else{}",
-            nid(defn, default),
-            branch_effect(&choice.default_assignments)
-        ));
-    }
-}
+/// Mermaid's side of the walk shared with PlantUML.
+struct Mermaid;
 
-fn emit_selector(
-    defn: &Definition,
-    comp: NodeId,
-    source: NodeId,
-    t: &Transition,
-    pad: &str,
-    out: &mut Vec<String>,
-) -> Result<(), RenderError> {
-    let Some(selector) = &t.selector else {
-        return Ok(());
-    };
-    let resolve = |name: &str| {
-        defn.resolve_relative(comp, name)
-            .ok_or_else(|| RenderError::SelectorTarget {
-                target: name.to_string(),
-                scope: defn.node(comp).full_path.clone(),
-            })
-    };
-    let fn_ = short_name(&selector.action.function);
-    let src = nid(defn, source);
-    let choice = format!("{src}__{fn_}");
-    out.push(format!("{pad}state {choice} <<choice>>"));
-    out.push(format!(
-        "{pad}{src} --> {choice}{}",
-        edge_suffix(t.event_filter.as_ref(), &[])
-    ));
-    for (value, target_name) in &selector.mapper {
-        let target = resolve(target_name)?;
+impl Format for Mermaid {
+    fn id(defn: &Definition, node: NodeId) -> String {
+        nid(defn, node)
+    }
+
+    fn edge_label(ef: Option<&EventFilter>, assignments: &[Assign]) -> String {
+        edge_suffix(ef, assignments)
+    }
+
+    fn emit_choice(
+        defn: &Definition,
+        source: NodeId,
+        t: &Transition,
+        choice: &Choice,
+        pad: &str,
+        out: &mut Vec<String>,
+    ) {
+        let src = nid(defn, source);
+        let node = format!("{src}__choose");
+        out.push(format!("{pad}state {node} <<choice>>"));
         out.push(format!(
-            "{pad}{choice} --> {} : {fn_}={}",
-            nid(defn, target),
-            text(value)
+            "{pad}{src} --> {node}{}",
+            edge_suffix(t.event_filter.as_ref(), &t.assignments)
         ));
+        for (guard, target, assigns) in choice_branches(choice) {
+            out.push(format!(
+                "{pad}{node} --> {} : [{}]{}",
+                nid(defn, target),
+                text(&branch_text(guard)),
+                branch_effect(assigns)
+            ));
+        }
+        if let Some(default) = choice.default {
+            out.push(format!(
+                "{pad}{node} --> {} : else{}",
+                nid(defn, default),
+                branch_effect(&choice.default_assignments)
+            ));
+        }
     }
-    if let Some(default) = &selector.default {
-        let target = resolve(default)?;
-        out.push(format!("{pad}{choice} --> {} : else", nid(defn, target)));
+
+    fn emit_selector(
+        defn: &Definition,
+        comp: NodeId,
+        source: NodeId,
+        t: &Transition,
+        selector: &Selector,
+        pad: &str,
+        out: &mut Vec<String>,
+    ) -> Result<(), RenderError> {
+        let fn_ = short_name(&selector.action.function);
+        let src = nid(defn, source);
+        let choice = format!("{src}__{fn_}");
+        out.push(format!("{pad}state {choice} <<choice>>"));
+        out.push(format!(
+            "{pad}{src} --> {choice}{}",
+            edge_suffix(t.event_filter.as_ref(), &[])
+        ));
+        for (value, target_name) in &selector.mapper {
+            let target = selector_target(defn, comp, target_name)?;
+            out.push(format!(
+                "{pad}{choice} --> {} : {fn_}={}",
+                nid(defn, target),
+                text(value)
+            ));
+        }
+        if let Some(default) = &selector.default {
+            let target = selector_target(defn, comp, default)?;
+            out.push(format!("{pad}{choice} --> {} : else", nid(defn, target)));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 fn emit_transitions(
@@ -179,20 +181,7 @@ fn emit_transitions(
 ) -> Result<(), RenderError> {
     let node = defn.node(comp);
     for &child in &node.children {
-        for t in node.transitions.iter().filter(|t| t.source == child) {
-            if let Some(target) = t.target {
-                out.push(format!(
-                    "{pad}{} --> {}{}",
-                    nid(defn, child),
-                    nid(defn, target),
-                    edge_suffix(t.event_filter.as_ref(), &t.assignments)
-                ));
-            } else if t.selector.is_some() {
-                emit_selector(defn, comp, child, t, pad, out)?;
-            } else if t.choice.is_some() {
-                emit_choice(defn, child, t, pad, out);
-            }
-        }
+        emit_edges::<Mermaid>(defn, comp, child, pad, out)?;
     }
     Ok(())
 }
@@ -254,13 +243,7 @@ fn emit_body(
 ) -> Result<(), RenderError> {
     let pad = INDENT.repeat(indent);
     let node = defn.node(comp);
-    if let Some(start) = &node.start_state {
-        let s = defn
-            .child(comp, start)
-            .ok_or_else(|| RenderError::StartState {
-                start: start.clone(),
-                scope: node.full_path.clone(),
-            })?;
+    if let Some(s) = start_child(defn, comp)? {
         out.push(format!("{pad}[*] --> {}", nid(defn, s)));
     }
     for &child in &node.children {
@@ -273,11 +256,8 @@ fn emit_body(
     emit_transitions(defn, comp, &pad, out)?;
     // a leaf with no outgoing transition in this scope is a sink: the final pseudostate
     for &child in &node.children {
-        if !defn.node(child).is_composite() && !node.transitions.iter().any(|t| t.source == child) {
-            let line = format!("{pad}{} --> [*]", nid(defn, child));
-            if !out.contains(&line) {
-                out.push(line);
-            }
+        if !defn.node(child).is_composite() && transitions_from(node, child).next().is_none() {
+            push_once(out, format!("{pad}{} --> [*]", nid(defn, child)));
         }
     }
     Ok(())

@@ -1,9 +1,14 @@
 //! PlantUML text of a `Definition` (harel's `viz/plantuml.py`), line for line.
 
-use harel_model::{Assign, Definition, EventFilter, NodeId, NodeKind, Transition};
+use harel_model::{
+    Assign, Choice, Definition, EventFilter, NodeId, NodeKind, Selector, Transition,
+};
 
 use super::guards::{branch_text, effect_text, guard_text};
-use super::{short_name, RenderError};
+use super::{
+    choice_branches, emit_edges, push_once, selector_target, short_name, start_child,
+    transitions_from, Format, RenderError,
+};
 
 const INDENT: &str = "  ";
 const HOOKS: [&str; 3] = ["on_enter", "on_activity", "on_exit"];
@@ -47,78 +52,77 @@ fn sibling_name(src: &str, leaf: &str) -> String {
     segs.join(".")
 }
 
-fn emit_choice(
-    defn: &Definition,
-    source: NodeId,
-    t: &Transition,
-    pad: &str,
-    out: &mut Vec<String>,
-) {
-    let Some(choice) = &t.choice else {
-        return;
-    };
-    let src = prefixed(defn, source);
-    let node = sibling_name(&src, &format!("{}_choose", defn.node(source).name));
-    out.push(format!("{pad}state {node}<<choice>>"));
-    out.push(format!(
-        "{pad}{src} --> {node}{}",
-        filter(t.event_filter.as_ref(), &t.assignments)
-    ));
-    for (i, (guard, target)) in choice.branches.iter().enumerate() {
-        let assigns = choice
-            .branch_assignments
-            .get(i)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        out.push(format!(
-            "{pad}{node} --> {}: [{}]{}",
-            prefixed(defn, *target),
-            branch_text(guard),
-            branch_effect(assigns)
-        ));
-    }
-    if let Some(default) = choice.default {
-        out.push(format!(
-            "{pad}{node} --> {}: else{}",
-            prefixed(defn, default),
-            branch_effect(&choice.default_assignments)
-        ));
-    }
-}
+/// PlantUML's side of the walk shared with Mermaid.
+struct PlantUml;
 
-fn emit_selector(
-    defn: &Definition,
-    comp: NodeId,
-    source: NodeId,
-    t: &Transition,
-    pad: &str,
-    out: &mut Vec<String>,
-) -> Result<(), RenderError> {
-    let Some(selector) = &t.selector else {
-        return Ok(());
-    };
-    let fn_ = short_name(&selector.action.function);
-    let src = prefixed(defn, source);
-    let choice = sibling_name(&src, fn_);
-    out.push(format!("{pad}state {choice}<<choice>>"));
-    // harel labels a selector's edge with its event only: its `set` is not drawn
-    out.push(format!(
-        "{pad}{src} --> {choice}{}",
-        filter(t.event_filter.as_ref(), &[])
-    ));
-    for (value, target_name) in &selector.mapper {
-        let target = defn.resolve_relative(comp, target_name).ok_or_else(|| {
-            RenderError::SelectorTarget {
-                target: target_name.clone(),
-                scope: defn.node(comp).full_path.clone(),
-            }
-        })?;
-        out.push(format!(
-            "{pad}{choice} --> {}: {fn_}={value}",
-            prefixed(defn, target)
-        ));
+impl Format for PlantUml {
+    fn id(defn: &Definition, node: NodeId) -> String {
+        prefixed(defn, node)
     }
-    Ok(())
+
+    fn edge_label(ef: Option<&EventFilter>, assignments: &[Assign]) -> String {
+        filter(ef, assignments)
+    }
+
+    fn emit_choice(
+        defn: &Definition,
+        source: NodeId,
+        t: &Transition,
+        choice: &Choice,
+        pad: &str,
+        out: &mut Vec<String>,
+    ) {
+        let src = prefixed(defn, source);
+        let node = sibling_name(&src, &format!("{}_choose", defn.node(source).name));
+        out.push(format!("{pad}state {node}<<choice>>"));
+        out.push(format!(
+            "{pad}{src} --> {node}{}",
+            filter(t.event_filter.as_ref(), &t.assignments)
+        ));
+        for (guard, target, assigns) in choice_branches(choice) {
+            out.push(format!(
+                "{pad}{node} --> {}: [{}]{}",
+                prefixed(defn, target),
+                branch_text(guard),
+                branch_effect(assigns)
+            ));
+        }
+        if let Some(default) = choice.default {
+            out.push(format!(
+                "{pad}{node} --> {}: else{}",
+                prefixed(defn, default),
+                branch_effect(&choice.default_assignments)
+            ));
+        }
+    }
+
+    fn emit_selector(
+        defn: &Definition,
+        comp: NodeId,
+        source: NodeId,
+        t: &Transition,
+        selector: &Selector,
+        pad: &str,
+        out: &mut Vec<String>,
+    ) -> Result<(), RenderError> {
+        let fn_ = short_name(&selector.action.function);
+        let src = prefixed(defn, source);
+        let choice = sibling_name(&src, fn_);
+        out.push(format!("{pad}state {choice}<<choice>>"));
+        // harel labels a selector's edge with its event only: its `set` is not drawn
+        out.push(format!(
+            "{pad}{src} --> {choice}{}",
+            filter(t.event_filter.as_ref(), &[])
+        ));
+        for (value, target_name) in &selector.mapper {
+            let target = selector_target(defn, comp, target_name)?;
+            out.push(format!(
+                "{pad}{choice} --> {}: {fn_}={value}",
+                prefixed(defn, target)
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn emit_transitions(
@@ -129,32 +133,11 @@ fn emit_transitions(
 ) -> Result<(), RenderError> {
     let node = defn.node(comp);
     for &child in &node.children {
-        let trans: Vec<&Transition> = node
-            .transitions
-            .iter()
-            .filter(|t| t.source == child)
-            .collect();
-        if trans.is_empty() {
-            let line = format!("{pad}{} --> [*]", prefixed(defn, child));
-            if !out.contains(&line) {
-                out.push(line);
-            }
+        if transitions_from(node, child).next().is_none() {
+            push_once(out, format!("{pad}{} --> [*]", prefixed(defn, child)));
             continue;
         }
-        for t in trans {
-            if let Some(target) = t.target {
-                out.push(format!(
-                    "{pad}{} --> {}{}",
-                    prefixed(defn, child),
-                    prefixed(defn, target),
-                    filter(t.event_filter.as_ref(), &t.assignments)
-                ));
-            } else if t.selector.is_some() {
-                emit_selector(defn, comp, child, t, pad, out)?;
-            } else if t.choice.is_some() {
-                emit_choice(defn, child, t, pad, out);
-            }
-        }
+        emit_edges::<PlantUml>(defn, comp, child, pad, out)?;
     }
     Ok(())
 }
@@ -220,13 +203,7 @@ fn emit(
     }
 
     // 3. the initial transition
-    if let Some(start) = &node.start_state {
-        let s = defn
-            .child(comp, start)
-            .ok_or_else(|| RenderError::StartState {
-                start: start.clone(),
-                scope: node.full_path.clone(),
-            })?;
+    if let Some(s) = start_child(defn, comp)? {
         out.push(format!("{pad}[*] --> {}", prefixed(defn, s)));
     }
 
