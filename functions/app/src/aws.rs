@@ -2,6 +2,7 @@
 //! failure here stops the function before its first event, with the reason.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
@@ -44,6 +45,16 @@ pub struct Booted {
 }
 
 impl Booted {
+    /// When a scheduled invocation must stop working: its deadline (epoch milliseconds, from
+    /// the Lambda context) less the configured reserve, so it returns before Lambda kills it.
+    pub fn work_deadline(&self, invocation_deadline_ms: u64) -> Instant {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let remaining = Duration::from_millis(invocation_deadline_ms.saturating_sub(now_ms));
+        harel_lambda::relay::deadline_with_reserve(remaining, self.config.time_reserve)
+    }
+
     pub fn into_worker(self) -> Arc<AppWorker> {
         Arc::new(Worker::new(
             self.store,

@@ -1,20 +1,10 @@
 //! The relay function (scheduled): drains pending outbox entries and spawns.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harel_lambda::{relay, Role};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::{json, Value};
-
-/// Time left before the invocation's deadline (epoch milliseconds).
-fn remaining(deadline_ms: u64) -> Duration {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    Duration::from_millis(deadline_ms.saturating_sub(now))
-}
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -24,10 +14,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let b = booted.clone();
         async move {
-            let deadline = harel_lambda::relay::deadline_with_reserve(
-                remaining(event.context.deadline),
-                b.config.time_reserve,
-            );
+            let deadline = b.work_deadline(event.context.deadline);
             let report = relay(&b.store, &b.transport, &b.driver, deadline).await?;
             tracing::info!(?report, "relay done");
             Ok::<Value, Error>(json!({

@@ -1,19 +1,10 @@
 //! The sweeper function (scheduled): fires due timers, polling within the invocation.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harel_lambda::{sweep, Driver, Role};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::{json, Value};
-
-fn remaining(deadline_ms: u64) -> Duration {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    Duration::from_millis(deadline_ms.saturating_sub(now))
-}
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -23,10 +14,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let b = booted.clone();
         async move {
-            let deadline = harel_lambda::relay::deadline_with_reserve(
-                remaining(event.context.deadline),
-                b.config.time_reserve,
-            );
+            let deadline = b.work_deadline(event.context.deadline);
             let report = sweep(
                 &b.store,
                 &b.transport,
