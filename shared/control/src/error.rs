@@ -1,0 +1,27 @@
+//! Why a control-plane command could not run.
+
+use harel_engine::EngineError;
+use harel_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// harel raises `KeyError(execution_id)`.
+    #[error("no execution {0:?}")]
+    NotFound(String),
+    /// The Definition handed in is not the one the execution runs: its cooperative-cancel
+    /// decision (or a redrive target) would be made against the wrong machine.
+    #[error("execution {execution_id:?} runs machine {runs:?}, not {given:?}")]
+    WrongDefinition {
+        execution_id: String,
+        runs: String,
+        given: String,
+    },
+    /// `redrive` refused its target (harel's `ValueError`, same text).
+    #[error("{0}")]
+    RedriveRefused(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The engine could not read the execution against its Definition (a corrupt record).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
