@@ -1,0 +1,437 @@
+//! The control plane against the serverless runtime on the moto server
+//! (`scripts/with-moto.sh cargo test -p harel-control --test moto`): the commands write the
+//! DynamoDB tables, the worker takes its messages from SQS FIFO, the relay publishes the
+//! cooperative `Cancel`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harel_control::{CancelMode, Command};
+use harel_dynamodb::DynamoDbStore;
+use harel_lambda::{
+    create_body, Config, Handled, Record, RecordError, Role, RuntimeDriver, Worker,
+};
+use harel_model::{Definition, Event, Execution, Status};
+use harel_runtime::{ActionRegistry, Clock, ManualClock};
+use harel_sqs::{Outgoing, SqsTransport, Transport};
+use harel_store::ExecutionStore;
+use serde_json::json;
+
+const MACHINES: &str = include_str!("machines/control.stm");
+
+fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").expect(
+        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
+    )
+}
+
+fn definitions() -> HashMap<String, Definition> {
+    ["Job", "Plain", "Split"]
+        .into_iter()
+        .map(|name| {
+            let defn = harel_lang::load_str(MACHINES, Some(name), "control.stm").expect(name);
+            (name.to_string(), defn)
+        })
+        .collect()
+}
+
+type AppWorker =
+    Worker<DynamoDbStore, SqsTransport, RuntimeDriver, harel_idempotency::MemoryClient>;
+
+/// One deployed stack in miniature: tables, queue, a worker; and a second store client, the
+/// operator's, that the control commands go through.
+struct Stack {
+    operator: DynamoDbStore,
+    source: SqsTransport,
+    worker: Arc<AppWorker>,
+    definitions: HashMap<String, Definition>,
+    clock: ManualClock,
+}
+
+/// What became of one record.
+type Outcome = Result<Handled, RecordError>;
+
+impl Stack {
+    async fn new() -> Stack {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(endpoint())
+            .load()
+            .await;
+        let prefix = format!("ctl{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let store =
+            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
+        store.ensure_tables().await.expect("tables");
+        let operator =
+            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
+            .await
+            .expect("queue");
+        let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
+            .await
+            .expect("dlq");
+        let env = [
+            ("AWS_REGION", "us-east-1".to_string()),
+            ("HAREL_TABLE_PREFIX", prefix.clone()),
+            ("HAREL_QUEUE_URL", queue.clone()),
+            ("HAREL_DLQ_URL", dlq.clone()),
+            ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
+            // a parked message is visible again at once, so the test sees it come back
+            ("HAREL_SUSPEND_RECHECK_SECONDS", "0".to_string()),
+        ];
+        let config = Config::from_lookup(Role::Worker, |k| {
+            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        })
+        .expect("config");
+        let clock = ManualClock::new(1_700_000_000.0);
+        let definitions = definitions();
+        let driver = RuntimeDriver::new(
+            definitions.values().cloned().collect(),
+            ActionRegistry::with_stdlib(),
+        )
+        .with_clock(Arc::new(clock.clone()));
+        let transport = SqsTransport::new(sqs.clone(), &queue).with_dead_letter_queue(&dlq);
+        let worker = Arc::new(Worker::new(store, transport, driver, None, config));
+        Stack {
+            operator,
+            source: SqsTransport::new(sqs, &queue),
+            worker,
+            definitions,
+            clock,
+        }
+    }
+
+    fn now(&self) -> f64 {
+        self.clock.now()
+    }
+
+    fn defn(&self, name: &str) -> &Definition {
+        &self.definitions[name]
+    }
+
+    async fn send(&self, group: &str, body: String) {
+        let dedupe = uuid::Uuid::new_v4().to_string();
+        self.source
+            .publish(Outgoing::raw(group, dedupe, body).expect("group"))
+            .await
+            .expect("send");
+    }
+
+    async fn send_event(&self, id: &str, kind: &str) {
+        self.send(id, Event::new(kind).to_json()).await;
+    }
+
+    async fn create(&self, machine: &str, id: &str) {
+        self.send(id, create_body(machine, Default::default(), Some(id)))
+            .await;
+        let outcomes = self.pump().await;
+        assert!(
+            matches!(outcomes.first(), Some(Ok(Handled::Created { .. }))),
+            "{outcomes:?}"
+        );
+    }
+
+    /// Receive one batch and hand it to the worker as the Lambda event source does: the
+    /// successes are deleted, the failures come back (their visibility as the worker set it).
+    async fn pump_once(&self) -> Vec<Outcome> {
+        let got = self
+            .source
+            .receive(10, Duration::ZERO, Duration::from_secs(30))
+            .await
+            .expect("receive");
+        if got.is_empty() {
+            return Vec::new();
+        }
+        let records = got
+            .iter()
+            .map(|m| Record {
+                message_id: m.message_id.clone(),
+                receipt_handle: m.receipt_handle.clone(),
+                group_id: Some(m.group_id.clone()),
+                body: m.body.clone(),
+            })
+            .collect();
+        let outcome = self.worker.handle_batch(records, None).await;
+        let failed = outcome.failed_ids();
+        for m in &got {
+            if !failed.contains(&m.message_id) {
+                self.source
+                    .delete(self.source.queue_url(), &m.receipt_handle)
+                    .await
+                    .expect("delete");
+            } else if !matches!(
+                outcome.records.iter().find(|(id, _)| *id == m.message_id),
+                Some((_, Err(RecordError::Parked(_))))
+            ) {
+                self.source
+                    .park(&m.receipt_handle, Duration::ZERO)
+                    .await
+                    .expect("release");
+            }
+        }
+        outcome.records.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// Batches until the queue is empty; every record must succeed.
+    async fn pump(&self) -> Vec<Outcome> {
+        let mut all = Vec::new();
+        for _ in 0..20 {
+            let batch = self.pump_once().await;
+            if batch.is_empty() {
+                return all;
+            }
+            assert!(
+                batch.iter().all(Result::is_ok),
+                "a record failed: {batch:?}"
+            );
+            all.extend(batch);
+        }
+        panic!("the queue never drained");
+    }
+
+    async fn relay(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        harel_lambda::relay(
+            &self.worker.store,
+            &self.worker.transport,
+            &self.worker.driver,
+            deadline,
+        )
+        .await
+        .expect("relay");
+    }
+
+    async fn load(&self, id: &str) -> Execution {
+        self.operator.load(id).await.expect("load").expect("exists")
+    }
+
+    async fn statuses(&self, ids: &[&str]) -> Vec<Status> {
+        let mut out = Vec::new();
+        for id in ids {
+            out.push(self.load(id).await.status);
+        }
+        out
+    }
+}
+
+fn skipped(outcomes: &[Outcome], reason: &str) -> usize {
+    outcomes
+        .iter()
+        .filter(|o| matches!(o, Ok(Handled::Skipped { reason: r, .. }) if r.contains(reason)))
+        .count()
+}
+
+#[tokio::test]
+async fn cooperative_cancel_skips_the_backlog_then_runs_the_cleanup() {
+    let stack = Stack::new().await;
+    let id = "job-1";
+    stack.create("Job", id).await;
+    // a backlog queued before the cancel
+    stack.send_event(id, "Step").await;
+    stack.send_event(id, "Step").await;
+
+    let out = harel_control::cancel(&stack.operator, stack.defn("Job"), id, stack.now())
+        .await
+        .expect("cancel");
+    assert_eq!(out.mode, Some(CancelMode::Cooperative));
+    let step = out.own_step().expect("written");
+    assert_eq!(
+        (step.from_status, step.to_status),
+        (Status::Running, Status::Cancelling)
+    );
+    assert_eq!(step.cause, "control");
+    assert_eq!(out.enqueued.len(), 1, "the Cancel, in the same commit");
+    assert_eq!(out.enqueued[0].event.kind, "Cancel");
+    let exe = stack.load(id).await;
+    assert_eq!(exe.status, Status::Cancelling);
+    assert_eq!(exe.active_path.as_deref(), Some("Working"));
+    // the Cancel is in the outbox until the relay publishes it (behind the backlog)
+    let pending = stack.worker.store.pending_outbox().await.expect("outbox");
+    assert!(pending
+        .iter()
+        .any(|e| e.event.id == out.enqueued[0].event.id));
+
+    stack.relay().await;
+    let outcomes = stack.pump().await;
+    assert_eq!(skipped(&outcomes, "CANCELLING"), 2, "{outcomes:?}");
+    let exe = stack.load(id).await;
+    assert_eq!(exe.status, Status::Done);
+    assert_eq!(exe.outcome.as_deref(), Some("cancelled"));
+    assert_eq!(exe.active_path.as_deref(), Some("Aborted"));
+    assert_eq!(exe.context["steps"], json!(0), "the backlog did nothing");
+    assert_eq!(exe.context["cleanups"], json!(1), "the cleanup ran once");
+
+    // a second cancel of a finished execution changes nothing
+    let again = harel_control::cancel(&stack.operator, stack.defn("Job"), id, stack.now())
+        .await
+        .expect("cancel");
+    assert!(!again.changed());
+    assert_eq!(stack.load(id).await.version, exe.version);
+}
+
+#[tokio::test]
+async fn cancel_without_a_cancel_transition_is_forceful_and_the_backlog_drains_as_no_ops() {
+    let stack = Stack::new().await;
+    let id = "plain-1";
+    stack.create("Plain", id).await;
+    stack.send_event(id, "Step").await;
+    let out = harel_control::cancel(&stack.operator, stack.defn("Plain"), id, stack.now())
+        .await
+        .expect("cancel");
+    assert_eq!(out.mode, Some(CancelMode::Forceful));
+    assert!(out.enqueued.is_empty());
+    assert_eq!(out.own_step().expect("written").command, Command::Cancel);
+    let outcomes = stack.pump().await;
+    assert_eq!(skipped(&outcomes, "CANCELLED"), 1, "{outcomes:?}");
+    let exe = stack.load(id).await;
+    assert_eq!(exe.status, Status::Cancelled);
+    assert_eq!(exe.context["steps"], json!(0));
+    assert!(exe.finished_at.is_some());
+}
+
+#[tokio::test]
+async fn suspend_parks_the_group_and_resume_continues_it() {
+    let stack = Stack::new().await;
+    let id = "job-2";
+    stack.create("Job", id).await;
+    let out = harel_control::suspend(&stack.operator, id, stack.now())
+        .await
+        .expect("suspend");
+    assert_eq!(
+        out.own_step().map(|s| (s.from_status, s.to_status)),
+        Some((Status::Running, Status::Suspended))
+    );
+    stack.send_event(id, "Step").await;
+    stack.send_event(id, "Step").await;
+    let first = stack.pump_once().await;
+    assert!(
+        matches!(first.first(), Some(Err(RecordError::Parked(p))) if p == id),
+        "{first:?}"
+    );
+    // parked, not consumed: it comes back, and still parks
+    let again = stack.pump_once().await;
+    assert!(
+        matches!(again.first(), Some(Err(RecordError::Parked(_)))),
+        "{again:?}"
+    );
+    let exe = stack.load(id).await;
+    assert_eq!(exe.status, Status::Suspended);
+    assert_eq!(exe.context["steps"], json!(0));
+
+    // suspending again, or resuming something RUNNING, is a no-op
+    assert!(!harel_control::suspend(&stack.operator, id, stack.now())
+        .await
+        .expect("suspend")
+        .changed());
+    let out = harel_control::resume(&stack.operator, id, stack.now())
+        .await
+        .expect("resume");
+    assert_eq!(out.own_step().map(|s| s.to_status), Some(Status::Running));
+    assert!(!harel_control::resume(&stack.operator, id, stack.now())
+        .await
+        .expect("resume")
+        .changed());
+    stack.pump().await;
+    let exe = stack.load(id).await;
+    assert_eq!(exe.status, Status::Running);
+    assert_eq!(
+        exe.context["steps"],
+        json!(2),
+        "both parked events ran, in order"
+    );
+}
+
+#[tokio::test]
+async fn commands_propagate_to_the_regions() {
+    let stack = Stack::new().await;
+    let id = "split-1";
+    stack.create("Split", id).await;
+    let parent = stack.load(id).await;
+    let regions: Vec<String> = parent.children.keys().cloned().collect();
+    assert_eq!(regions.len(), 2, "{parent:?}");
+    let all: Vec<&str> = std::iter::once(id)
+        .chain(regions.iter().map(String::as_str))
+        .collect();
+
+    let out = harel_control::suspend(&stack.operator, id, stack.now())
+        .await
+        .expect("suspend");
+    assert_eq!(out.steps.len(), 3, "the parent and both regions: {out:?}");
+    assert_eq!(stack.statuses(&all).await, vec![Status::Suspended; 3]);
+
+    // a domain event sent now waits; after the resume it reaches the regions
+    stack.send_event(id, "Step").await;
+    let parked = stack.pump_once().await;
+    assert!(
+        matches!(parked.first(), Some(Err(RecordError::Parked(_)))),
+        "{parked:?}"
+    );
+    harel_control::resume(&stack.operator, id, stack.now())
+        .await
+        .expect("resume");
+    assert_eq!(stack.statuses(&all).await, vec![Status::Running; 3]);
+    stack.pump().await;
+    let left = regions
+        .iter()
+        .find(|r| r.contains("Left"))
+        .expect("the Left region");
+    assert_eq!(
+        stack.load(left).await.active_path.as_deref(),
+        Some("Both.Left.L2")
+    );
+
+    let out = harel_control::terminate(&stack.operator, id, stack.now())
+        .await
+        .expect("terminate");
+    assert!(out.steps.iter().all(|s| s.command == Command::Terminate));
+    assert_eq!(stack.statuses(&all).await, vec![Status::Cancelled; 3]);
+    // finished: nothing moves it any more
+    assert!(!harel_control::resume(&stack.operator, id, stack.now())
+        .await
+        .expect("resume")
+        .changed());
+}
+
+#[tokio::test]
+async fn cooperative_cancel_of_an_orthogonal_parent_cancels_the_regions_and_cleans_up() {
+    let stack = Stack::new().await;
+    let id = "split-2";
+    stack.create("Split", id).await;
+    let regions: Vec<String> = stack.load(id).await.children.keys().cloned().collect();
+    let out = harel_control::cancel(&stack.operator, stack.defn("Split"), id, stack.now())
+        .await
+        .expect("cancel");
+    assert_eq!(out.mode, Some(CancelMode::Cooperative));
+    for region in &regions {
+        assert_eq!(
+            stack.load(region).await.status,
+            Status::Cancelled,
+            "{region}"
+        );
+    }
+    assert_eq!(stack.load(id).await.status, Status::Cancelling);
+    stack.relay().await;
+    stack.pump().await;
+    let exe = stack.load(id).await;
+    assert_eq!(
+        (exe.status, exe.outcome.as_deref()),
+        (Status::Done, Some("cancelled"))
+    );
+    assert_eq!(exe.context["cleanups"], json!(1));
+}
+
+#[tokio::test]
+async fn unknown_executions_and_wrong_machines_are_errors() {
+    let stack = Stack::new().await;
+    let err = harel_control::suspend(&stack.operator, "nobody", stack.now())
+        .await
+        .expect_err("unknown");
+    assert!(matches!(err, harel_control::ControlError::NotFound(ref id) if id == "nobody"));
+    stack.create("Plain", "plain-2").await;
+    let err = harel_control::cancel(&stack.operator, stack.defn("Job"), "plain-2", stack.now())
+        .await
+        .expect_err("wrong machine");
+    assert!(err.to_string().contains("runs machine \"Plain\""), "{err}");
+    assert_eq!(stack.load("plain-2").await.status, Status::Running);
+}
