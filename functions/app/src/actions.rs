@@ -19,6 +19,8 @@ pub fn actions() -> ActionRegistry {
     ] {
         actions.register_fn(name, |_ctx, _event, _inputs| Ok(Value::Null));
     }
+    // the example application (machines/shop_order.stm)
+    crate::shop::register(&mut actions);
     // the serverless test machine (machines/flow.stm)
     actions.register_fn("flow.count", |ctx, _event, _inputs| {
         let n = ctx

@@ -135,6 +135,9 @@ mod tests {
         let driver = driver().expect("the application boots");
         let mut ids: Vec<&str> = driver.machine_ids().collect();
         ids.sort();
-        assert_eq!(ids, vec!["Approval", "Flow", "Fulfilment", "Order"]);
+        assert_eq!(
+            ids,
+            vec!["Approval", "Flow", "Fulfilment", "Order", "ShopOrder"]
+        );
     }
 }

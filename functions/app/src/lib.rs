@@ -7,5 +7,6 @@
 pub mod actions;
 pub mod aws;
 pub mod machines;
+pub mod shop;
 
 pub use aws::{boot, init_tracing, BootError, Booted};

@@ -6,6 +6,7 @@ use harel_model::Definition;
 /// registered, under their own names (the `definition_id` of a create message).
 pub const SOURCES: &[(&str, &str)] = &[
     ("order.stm", include_str!("../machines/order.stm")),
+    ("shop_order.stm", include_str!("../machines/shop_order.stm")),
     ("approval.stm", include_str!("../machines/approval.stm")),
     ("fulfilment.stm", include_str!("../machines/fulfilment.stm")),
     ("flow.stm", include_str!("../machines/flow.stm")),
@@ -35,4 +36,22 @@ pub fn definitions() -> Result<Vec<Definition>, MachineError> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The example application is documented from examples/ (`harel run`, harel Python's
+    /// validate and steps): the functions must run that very file.
+    #[test]
+    fn the_shop_order_is_the_example_file() {
+        let example = include_str!("../../../examples/shop_order.stm");
+        let (_, compiled) = super::SOURCES
+            .iter()
+            .find(|(name, _)| *name == "shop_order.stm")
+            .expect("compiled in");
+        assert_eq!(
+            *compiled, example,
+            "functions/app/machines/shop_order.stm differs from examples/shop_order.stm: copy it"
+        );
+    }
 }
