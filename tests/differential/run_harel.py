@@ -6,6 +6,7 @@ command line as our `harel run --json`, and prints the final root Execution as h
 
     run_harel.py FILE [NAME] [-e KIND[:JSON] | -e +30s ...] [--seed JSON]
                  [--selector NAME=VALUE ...] [--fail NAME ...] [--timers-by-fire-at]
+                 [--children]
     run_harel.py --batch    < [[ARGS...], ...]     (many runs, one Python start-up)
 
 It answers actions the way our CLI does: an action that does not import for real is a
@@ -14,7 +15,8 @@ dotted path as written or bound, or the bare handler name; VALUE: JSON when it p
 string; repeating the flag for one NAME gives successive values, an unconfigured selector
 returns None). Real importable actions (`harel.lib.*`) stay real. `--fail NAME` makes that
 action raise `RuntimeError("NAME failed")`, for the `on error` cases only harel can run.
-`--timers-by-fire-at` sweeps due timers earliest first, as harel's DynamoDBStore does, where
+`--children` prints a JSON list instead: the root, then every execution it spawned (regions,
+submachines, fan-out instances), by id. `--timers-by-fire-at` sweeps due timers earliest first, as harel's DynamoDBStore does, where
 its DictStore sweeps them in the order they were first armed.
 
 The clock is ours: it starts at a fixed epoch and moves only on `-e +Ns` (also `m`, `h`),
@@ -152,6 +154,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--selector", action="append", default=[])
     p.add_argument("--fail", action="append", default=[])
     p.add_argument("--timers-by-fire-at", action="store_true")
+    p.add_argument("--children", action="store_true")
     args = p.parse_args(argv)
 
     path = Path(args.file)
@@ -162,6 +165,8 @@ def main(argv: list[str]) -> int:
         return 2
     answers = Answers(args.selector, args.fail, bindings)
     _bind_stand_ins(defn, answers)
+    for sub in defn.submachines.values():  # inline and imported machines an `invoke` runs
+        _bind_stand_ins(sub, answers)
 
     now = [CLOCK_START]
     store = _by_fire_at(DictStore)() if args.timers_by_fire_at else DictStore()
@@ -182,6 +187,10 @@ def main(argv: list[str]) -> int:
     except (ContextError, EventError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if args.children:  # the root, then every execution it spawned, by id
+        kids = [runner.store.load(i) for i in sorted(runner.store.ids_with_prefix(f"{exe.id}:"))]
+        print(json.dumps([e.model_dump(mode="json") for e in [exe, *kids] if e is not None]))
+        return 0
     print(json.dumps(exe.model_dump(mode="json")))
     return 0
 

@@ -55,6 +55,10 @@ pub struct RunArgs {
     /// Print the final Execution as harel JSON on stdout (the steps go to stderr)
     #[arg(long)]
     pub json: bool,
+    /// With --json: print a JSON list of the execution and every child it spawned (regions,
+    /// submachines, fan-out instances, theirs in turn), ordered by id
+    #[arg(long, requires = "json")]
+    pub children: bool,
     /// Refuse to run a machine whose actions have no implementation here
     #[arg(long)]
     pub strict: bool,
@@ -124,10 +128,12 @@ fn parse_step(spec: &str) -> anyhow::Result<Step> {
     })))
 }
 
-/// Every selector's function, and every hook's, in the Definition.
-fn action_names(defn: &Definition) -> (BTreeSet<String>, BTreeSet<String>) {
+/// Every selector's function, and every hook's, in the Definitions.
+fn action_names<'a>(
+    defns: impl IntoIterator<Item = &'a Definition>,
+) -> (BTreeSet<String>, BTreeSet<String>) {
     let (mut hooks, mut selectors) = (BTreeSet::new(), BTreeSet::new());
-    for node in &defn.nodes {
+    for node in defns.into_iter().flat_map(|d| &d.nodes) {
         for a in [&node.on_enter, &node.on_exit, &node.on_activity]
             .into_iter()
             .flatten()
@@ -179,12 +185,12 @@ impl Action for NoOp {
 
 /// The actions of this run: harel.lib, the fixed selectors, and no-ops for the rest.
 fn registry(
-    defn: &Definition,
+    defns: &[&Definition],
     binding: impl Fn(&str) -> Option<String>,
     selector_specs: &[String],
     strict: bool,
 ) -> anyhow::Result<(ActionRegistry, Vec<String>)> {
-    let (hooks, selectors) = action_names(defn);
+    let (hooks, selectors) = action_names(defns.iter().copied());
     let mut answers: HashMap<String, VecDeque<Value>> = HashMap::new();
     let mut order = Vec::new();
     for spec in selector_specs {
@@ -271,8 +277,24 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             check_event(&defn.events, &ev.kind, &ev.data)?;
         }
     }
+    // a submachine resolves among the file's other machines too (as a worker's registry
+    // holds every machine of its files by name), besides the inline and imported ones
+    // the Definition carries; one that does not load is skipped (invoking it then fails
+    // with its name)
+    let mut machines = vec![defn];
+    for other in loaded.program.machines.keys() {
+        if *other == loaded.name {
+            continue;
+        }
+        match load_file_with(&args.file, Some(other), &options) {
+            Ok(l) => machines.push(l.definition),
+            Err(e) => eprintln!("note: machine {other} of this file is not runnable here: {e}"),
+        }
+    }
+    let registered = harel_runtime::register(machines.iter().cloned());
+    let every: Vec<&Definition> = registered.values().map(|d| d.as_ref()).collect();
     let (registry, unimplemented) = registry(
-        &defn,
+        &every,
         |name| loaded.bindings.get(name).cloned(),
         &args.selectors,
         args.strict,
@@ -283,7 +305,7 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         StoreKind::Memory => {
             drive(
                 MemoryStore::new(),
-                defn,
+                machines,
                 registry,
                 clock,
                 seed,
@@ -307,7 +329,7 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             })?;
             drive(
                 store,
-                defn,
+                machines,
                 registry,
                 clock,
                 seed,
@@ -324,7 +346,7 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
 #[allow(clippy::too_many_arguments)]
 async fn drive<S: ExecutionStore>(
     store: S,
-    defn: Definition,
+    machines: Vec<Definition>,
     registry: ActionRegistry,
     clock: ManualClock,
     seed: Option<Object>,
@@ -332,8 +354,11 @@ async fn drive<S: ExecutionStore>(
     unimplemented: Vec<String>,
     args: &RunArgs,
 ) -> anyhow::Result<ExitCode> {
-    let definition_id = defn.id.clone();
-    let runner = DurableRunner::new(store, [defn])
+    let definition_id = machines
+        .first()
+        .map(|d| d.id.clone())
+        .context("no machine to run")?;
+    let runner = DurableRunner::new(store, machines)
         .with_registry(registry)
         .with_clock(Arc::new(clock.clone()));
 
@@ -408,7 +433,20 @@ async fn drive<S: ExecutionStore>(
         exe.status,
         exe.outcome.as_deref().unwrap_or("None")
     )?;
-    if args.json {
+    if args.children {
+        let mut ids = runner
+            .store()
+            .ids_with_prefix(&format!("{}:", exe.id))
+            .await?;
+        ids.sort();
+        let mut docs = vec![exe.to_json()];
+        for id in ids {
+            if let Some(child) = runner.get(&id).await? {
+                docs.push(child.to_json());
+            }
+        }
+        println!("[{}]", docs.join(","));
+    } else if args.json {
         println!("{}", exe.to_json());
     }
     Ok(ExitCode::SUCCESS)

@@ -279,10 +279,10 @@ fn context_delay(context: &Object, key: &str) -> Result<f64, EngineError> {
     }
 }
 
-struct Run<'d, 'h, H> {
-    defn: &'d Definition,
+pub(crate) struct Run<'d, 'h, H> {
+    pub(crate) defn: &'d Definition,
     host: &'h mut H,
-    fx: StepEffects,
+    pub(crate) fx: StepEffects,
     /// The node of `exe.root_path`, looked up once per step.
     root: Option<NodeId>,
     /// The node of `exe.active_path`: every move of the engine goes through `set_active`,
@@ -391,7 +391,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
     }
 
     /// harel `_resolve` for the active configuration.
-    fn resolve<P: Fn(&Transition) -> bool>(
+    pub(crate) fn resolve<P: Fn(&Transition) -> bool>(
         &mut self,
         exe: &Execution,
         pred: &P,
@@ -748,7 +748,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
     }
 
     /// Resolve `found`'s destination and take it.
-    async fn fire(
+    pub(crate) async fn fire(
         &mut self,
         exe: &mut Execution,
         found: Found,
@@ -760,19 +760,25 @@ impl<'d, H: Host> Run<'d, '_, H> {
     }
 
     /// Follow automatic transitions; re-deliver deferred events; bubble sinks up; finish.
-    async fn drain(&mut self, exe: &mut Execution) -> Result<(), EngineError> {
+    pub(crate) async fn drain(&mut self, exe: &mut Execution) -> Result<(), EngineError> {
         let defn = self.defn;
         let root = self.root(exe)?;
         loop {
             let active = self.active(exe)?;
             let node = defn.node(active);
             if node.invoke.is_some() {
-                return Err(EngineError::Unsupported(format!(
-                    "submachine `invoke` at {:?}",
-                    node.full_path
-                )));
-            }
-            if node.kind == NodeKind::Orthogonal {
+                if node.invoke_each.is_none() {
+                    // a single submachine: spawn it once per entry, then wait for `Returned`
+                    self.invoke_single(exe, active);
+                    return Ok(());
+                }
+                // a fan-out joins like an AND-state, over its addressed instances
+                self.fan_out_once(exe, active)?;
+                if !joined(exe) {
+                    return Ok(());
+                }
+                expose_region_results(exe);
+            } else if node.kind == NodeKind::Orthogonal {
                 // wait for every region, unless `cancel_on_failure` and a region failed
                 let gate_open = joined(exe) || (node.cancel_on_failure && any_region_failed(exe));
                 if !gate_open {
@@ -1026,6 +1032,15 @@ impl<'d, H: Host> Run<'d, '_, H> {
                         })?;
                         exe.deferred.push(ev);
                     }
+                }
+                let active = match exe.active_path {
+                    Some(_) => Some(self.active(exe)?),
+                    None => None,
+                };
+                if crate::invoke::parked_on_single_invoke(defn, exe, active) {
+                    let cid = cid.map(str::to_string);
+                    let active = active.expect("parked on a state");
+                    return self.returned(exe, active, cid.as_deref()).await;
                 }
                 // an orthogonal region's join: re-drain (the gate opens once all finished)
                 if exe.status == Status::Running {

@@ -20,6 +20,7 @@ mod core;
 pub mod expr;
 pub mod guard;
 pub mod ids;
+pub mod invoke;
 pub mod resolve;
 
 pub use crate::core::{error_event, process, start, timeout_event, ttl_delay, TTL_PATH};
@@ -131,9 +132,6 @@ pub enum EngineError {
     /// `else`): a model bug; harel raises it to the caller and commits nothing.
     #[error("AssertionError: {0}")]
     Assertion(String),
-    /// A feature this engine does not run yet (submachine `invoke`).
-    #[error("unsupported: {0}")]
-    Unsupported(String),
     /// An execution that does not fit its definition (a path that isn't there, ...), or a
     /// value harel would fail to convert (a non-numeric `timeout context` key).
     #[error("{0}")]

@@ -127,7 +127,6 @@ impl Importer {
         base: Option<&Base>,
     ) -> Result<(Program, Registry), LangError> {
         let prog = parse(&source.text, &source.origin)?;
-        refuse_unsupported(&prog, source)?;
         let mut reg = Registry::default();
         for import in &prog.imports {
             let (real, shown) = match base {
@@ -208,21 +207,5 @@ impl Importer {
             );
         }
         Ok((prog, reg))
-    }
-}
-
-/// `invoke` (and its `with`) parse but do not run yet: refused wherever they appear in the
-/// import graph, at the first one.
-fn refuse_unsupported(prog: &Program, source: &Source) -> Result<(), LangError> {
-    match prog.unsupported.first() {
-        Some(u) => Err(source.error(
-            ErrorKind::Unsupported,
-            Some(u.pos),
-            format!(
-                "`{}` is not supported yet (submachines come in a later version)",
-                u.keyword
-            ),
-        )),
-        None => Ok(()),
     }
 }

@@ -10,7 +10,8 @@
 //!
 //! Every failure is a [`LangError`] that renders as `file:line:col: message`, the source
 //! line and a caret, in the file it is about (an imported fragment's own file included).
-//! `invoke` parses but is refused by the loader until submachines land.
+//! Submachines: an inline `invoke { ... }` is built into the Definition's `submachines`,
+//! and every machine of an imported file is registered there under its FQN (`ns.Name`).
 
 pub mod error;
 mod expand;

@@ -7,9 +7,10 @@
 //! machine's declaration, as harel does. Then harel's builder runs; its errors come back
 //! located at the node that caused them, in the file that node was written in.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -91,7 +92,14 @@ pub fn load_file_with(
         text: read(path)?,
     });
     let real = std::fs::canonicalize(path).ok();
-    load_source(&source, real, Some(&Base::of_file(path)), name, options)
+    load_source(
+        &source,
+        real,
+        Some(&Base::of_file(path)),
+        name,
+        options,
+        true,
+    )
 }
 
 /// Parse a file into its `Program` without building anything (`harel list`).
@@ -120,17 +128,19 @@ pub fn load_str_with(
         origin: origin.to_string(),
         text: text.to_string(),
     });
-    load_source(&source, None, None, name, options)
+    load_source(&source, None, None, name, options, true)
 }
 
 /// `_resolve_cfg` + `_build`: load the program and its imports, select the machine,
-/// expand it, report what did not resolve, build.
+/// expand it, report what did not resolve, build; then (`definition_from_dsl`'s
+/// `_register_imports`) register every machine of the imported files as a submachine.
 fn load_source(
     source: &Rc<Source>,
     real: Option<PathBuf>,
     base: Option<&Base>,
     name: Option<&str>,
     options: &LoadOptions,
+    register_imports: bool,
 ) -> Result<Loaded, LangError> {
     let origin = source.origin.as_str();
     let mut importer = Importer::new(real, origin);
@@ -196,7 +206,7 @@ fn load_source(
         cfg.insert("events".into(), Value::Object(events));
     }
     let config = Value::Object(cfg);
-    let definition = build_definition(&config, &name, None).map_err(|e| {
+    let mut definition = build_definition(&config, &name, None).map_err(|e| {
         // a position can be in the machine's file or in an imported fragment's: shown in
         // the one file it can come from (harel shows no source line once there are imports)
         match (e.pos, e.pos.and_then(|p| cx.origin_of(p))) {
@@ -212,6 +222,13 @@ fn load_source(
             (None, _) => LangError::new(ErrorKind::Semantic, origin, e.message),
         }
     })?;
+    if register_imports {
+        let mut seen = HashSet::new();
+        let imported = imported_machines(&source.text, &source.origin, base, &mut seen, options);
+        for (fqn, sub) in imported {
+            definition.submachines.entry(fqn).or_insert(sub);
+        }
+    }
     let mut positions = HashMap::new();
     position_index(
         config.as_object().expect("config is an object"),
@@ -231,6 +248,94 @@ fn load_source(
         position_files: std::mem::take(&mut cx.state_files),
         imports: registry.files,
     })
+}
+
+/// harel `_imported_machines`: every machine of each imported file, built on its own and
+/// keyed by its alias-scoped FQN (`{alias}.{name}`, else `{name}`, which becomes its id so
+/// a runner registers it under that name), with its inline machines alongside; transitive
+/// imports keep the alias chain. A file that does not read, parse or build is skipped: the
+/// main load has reported it already (or the machine is not used).
+///
+/// harel keys a transitive import by the chain (`ns.Inner`) but leaves its id the inner
+/// FQN (`Inner`), and a runner registers submachines by id, so `invoke ns.Inner` of a
+/// transitive aliased import does not resolve there; kept as harel has it.
+fn imported_machines(
+    text: &str,
+    origin: &str,
+    base: Option<&Base>,
+    seen: &mut HashSet<PathBuf>,
+    options: &LoadOptions,
+) -> IndexMap<String, Arc<Definition>> {
+    let mut out = IndexMap::new();
+    let Ok(prog) = parse(text, origin) else {
+        return out;
+    };
+    // harel builds imported machines without the caller's actions and guards
+    let inner_options = LoadOptions {
+        allow_unbound_actions: options.allow_unbound_actions,
+        ..LoadOptions::default()
+    };
+    for import in &prog.imports {
+        let joined = match base {
+            Some(b) => b.real.join(&import.path),
+            None => PathBuf::from(&import.path),
+        };
+        let Ok(real) = std::fs::canonicalize(&joined) else {
+            continue;
+        };
+        if !seen.insert(real.clone()) {
+            continue;
+        }
+        let Ok(itext) = std::fs::read_to_string(&real) else {
+            continue;
+        };
+        let ishown = match base {
+            Some(b) => b.shown.join(&import.path).display().to_string(),
+            None => import.path.clone(),
+        };
+        let Ok(iprog) = parse(&itext, &ishown) else {
+            continue;
+        };
+        let ibase = Base::of_file(&real);
+        let isource = Rc::new(Source {
+            origin: ishown.clone(),
+            text: itext.clone(),
+        });
+        for mname in iprog.machines.keys() {
+            let fqn = match &import.alias {
+                Some(alias) => format!("{alias}.{mname}"),
+                None => mname.clone(),
+            };
+            let built = load_source(
+                &isource,
+                Some(real.clone()),
+                Some(&ibase),
+                Some(mname),
+                &inner_options,
+                false,
+            );
+            let Ok(loaded) = built else {
+                continue;
+            };
+            let mut sub = loaded.definition;
+            sub.id = fqn.clone();
+            let inline: Vec<(String, Arc<Definition>)> = sub
+                .submachines
+                .iter()
+                .map(|(k, v)| (k.clone(), Arc::clone(v)))
+                .collect();
+            out.insert(fqn, Arc::new(sub));
+            out.extend(inline);
+        }
+        for (tfqn, tsub) in imported_machines(&itext, &ishown, Some(&ibase), seen, options) {
+            let key = match &import.alias {
+                Some(alias) => format!("{alias}.{tfqn}"),
+                None => tfqn,
+            };
+            out.entry(key).or_insert(tsub);
+        }
+    }
+    out
 }
 
 /// harel's machine selection, with its messages.

@@ -41,14 +41,6 @@ pub struct Import {
     pub pos: Pos,
 }
 
-/// A construct the grammar accepts but the loader refuses for now (`invoke` and its
-/// `with`, until submachines land): where it is, so the refusal can point at it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Unsupported {
-    pub keyword: &'static str,
-    pub pos: Pos,
-}
-
 /// harel's `Program`. Maps keep declaration order and, like Python dicts, a later
 /// declaration of the same name replaces the value but keeps the first one's place.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -63,8 +55,6 @@ pub struct Program {
     pub machines: IndexMap<String, Object>,
     pub fragments: IndexMap<String, Object>,
     pub positions: IndexMap<(DeclKind, String), Pos>,
-    /// In source order.
-    pub unsupported: Vec<Unsupported>,
 }
 
 /// Parse `text`; `origin` names the file in errors.
@@ -72,21 +62,16 @@ pub fn parse(text: &str, origin: &str) -> Result<Program, LangError> {
     let mut pairs =
         StmParser::parse(Rule::start, text).map_err(|e| syntax::error(text, origin, e))?;
     let start = pairs.next().expect("a successful parse yields `start`");
-    let mut cx = Cx {
-        text,
-        origin,
-        unsupported: Vec::new(),
-    };
+    let mut cx = Cx { text, origin };
     cx.start(start)
 }
 
 type R<T> = Result<T, LangError>;
 
-/// The transformer's state: the text (for carets) and what it saw that is not supported.
+/// The transformer's state: the text (for carets) and its name.
 struct Cx<'t> {
     text: &'t str,
     origin: &'t str,
-    unsupported: Vec<Unsupported>,
 }
 
 /// A predicate tree before it becomes an on_event dict (harel's tagged tuples).
@@ -237,13 +222,6 @@ impl<'t> Cx<'t> {
             }
         }
         Ok(())
-    }
-
-    fn unsupported(&mut self, keyword: &'static str, pair: &Pair<'_, Rule>) {
-        self.unsupported.push(Unsupported {
-            keyword,
-            pos: pos_of(pair),
-        });
     }
 
     // --- leaves ---
@@ -725,7 +703,6 @@ impl<'t> Cx<'t> {
             Rule::nohistory => Item::Key("allow_history", Value::Bool(false)),
             Rule::cancel_on_failure => Item::Key("cancel_on_failure", Value::Bool(true)),
             Rule::invoke => {
-                self.unsupported("invoke", &pair);
                 let mut fqn = None;
                 let mut each = None;
                 let mut inline = None;
@@ -752,7 +729,6 @@ impl<'t> Cx<'t> {
                 Item::Invoke { fqn, each, inline }
             }
             Rule::invoke_with => {
-                self.unsupported("with", &pair);
                 let mut pairs = Object::new();
                 for wp in pair.into_inner().filter(|p| p.as_rule() == Rule::with_pair) {
                     let r = self.refs(wp)?;
@@ -1032,8 +1008,6 @@ impl<'t> Cx<'t> {
                 other => unreachable!("statement rule {other:?}"),
             }
         }
-        prog.unsupported = std::mem::take(&mut self.unsupported);
-        prog.unsupported.sort_by_key(|u| u.pos);
         Ok(prog)
     }
 }

@@ -136,9 +136,9 @@ fn no_machine() {
 }
 
 #[test]
-fn invoke_unsupported() {
-    let text = "machine M {\n  initial A\n  state A { invoke other.machine }\n}\n";
-    let expected = "broken.stm:3:13: `invoke` is not supported yet (submachines come in a later version)\n      state A { invoke other.machine }\n                ^";
+fn machine_only_keyword_in_an_inline_invoke() {
+    let text = "machine M {\n  initial A\n  state A { invoke { ttl 5 initial X state X {} } }\n}\n";
+    let expected = "broken.stm:3:20: `ttl` is only allowed at the machine level, not on an inline `invoke` target, which always runs as a child\n      state A { invoke { ttl 5 initial X state X {} } }\n                       ^";
     assert_eq!(rendered(text, None), expected);
 }
 

@@ -217,7 +217,7 @@ fn a_diamond_import_loads_once() {
 }
 
 /// A scratch directory of `.stm` files, for errors harel words differently (syntax) or
-/// that only we raise (`invoke` is not run yet).
+/// that only we raise.
 fn scratch(files: &[(&str, &str)]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "harel-lang-fragments-{}-{}",
@@ -252,24 +252,39 @@ fn a_syntax_error_in_an_imported_file_is_shown_in_that_file() {
 }
 
 #[test]
-fn invoke_in_an_imported_file_is_refused_there() {
+fn invoke_in_an_imported_fragment_and_imported_machines_as_submachines() {
     let dir = scratch(&[
         (
             "invoke_root.stm",
-            "import \"sub.stm\"\nmachine M { initial A use F as A }\n",
+            "import \"sub.stm\"\nimport \"lib/jobs.stm\" as jobs\nmachine M { initial A use F as A }\n",
         ),
         (
             "sub.stm",
-            "fragment F {\n  initial X\n  state X { invoke pkg.child }\n}\n",
+            "fragment F {\n  initial X\n  state X { invoke jobs.Pay }\n}\n",
         ),
+        (
+            "lib/jobs.stm",
+            "import \"deep.stm\" as deep\nmachine Pay { initial P state P { invoke { initial Q state Q {} } } }\nmachine Ship { initial S state S {} }\n",
+        ),
+        ("lib/deep.stm", "machine Inner { initial I state I {} }\n"),
     ]);
-    let err = ours(&dir.join("invoke_root.stm"));
-    assert_eq!(err.kind, ErrorKind::Unsupported);
-    assert!(err.origin.ends_with("sub.stm"), "{err}");
-    assert_eq!(err.pos, Some((3, 13)));
+    let defn = harel_lang::load_file(&dir.join("invoke_root.stm"), None).expect("loads");
+    assert_eq!(defn.at("A.X").invoke.as_deref(), Some("jobs.Pay"));
+    // every machine of an imported file, under its alias-scoped FQN (its id), with its
+    // inline machines; a transitive import keyed by the chain keeps its own id (harel's)
+    let subs: Vec<(&str, &str)> = defn
+        .submachines
+        .iter()
+        .map(|(k, d)| (k.as_str(), d.id.as_str()))
+        .collect();
     assert_eq!(
-        err.message,
-        "`invoke` is not supported yet (submachines come in a later version)"
+        subs,
+        [
+            ("jobs.Pay", "jobs.Pay"),
+            ("Pay#P", "Pay#P"),
+            ("jobs.Ship", "jobs.Ship"),
+            ("jobs.deep.Inner", "deep.Inner"),
+        ]
     );
 }
 

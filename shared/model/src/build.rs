@@ -23,6 +23,7 @@
 //!   "outcome": STR, "carry": [KEY..], "defer": [KIND..],
 //!   "allow_history": bool (default true), "cancel_on_failure": bool (default false),
 //!   "invoke_with": { CHILD_KEY: PARENT_KEY },
+//!   "invoke": FQN, "invoke_each": [VAR, COLL], "invoke_inline": machine,
 //!   "__pos__": [line, col]
 //! }
 //! transition := {
@@ -43,10 +44,13 @@
 //! ```
 //!
 //! Nodes are laid out depth-first in declaration order; the root is a `ParallelState`
-//! named after the machine with full_path "". Submachine `invoke` (and fan-out, inline
-//! machines) are rejected: they arrive with a later issue.
+//! named after the machine with full_path "". A state's submachine keys are `"invoke": FQN`,
+//! `"invoke_each": [VAR, COLL]` (a fan-out) and `"invoke_inline": machine` (an inline
+//! machine, built as its own Definition under the synthetic FQN `{machine}#{full_path}` and
+//! kept in `submachines`, with the inline machines nested in it flattened alongside).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -114,6 +118,10 @@ struct Builder {
     /// (scope composite, its raw transitions), in harel's order: a composite's entry is
     /// queued after its children's, so the first error reported is the one harel reports.
     pending: Vec<(NodeId, Vec<Value>)>,
+    /// The machine's name: inline submachines are named `{machine}#{full_path}`.
+    machine: String,
+    /// Inline `invoke` targets by synthetic FQN (nested ones flattened in).
+    submachines: IndexMap<String, Arc<Definition>>,
 }
 
 /// Build a Definition from harel's normalized machine dict. `definition_id` defaults to
@@ -128,6 +136,8 @@ pub fn build_definition(
         nodes: Vec::new(),
         index: HashMap::default(),
         pending: Vec::new(),
+        machine: name.to_string(),
+        submachines: IndexMap::new(),
     };
     let root = b.build_node(cfg, name, String::new(), Some(NodeKind::Parallel), None)?;
     let pending = std::mem::take(&mut b.pending);
@@ -154,10 +164,27 @@ pub fn build_definition(
         root,
         index: b.index,
         events,
-        submachines: IndexMap::new(),
+        submachines: b.submachines,
         ttl,
         context_schema,
     })
+}
+
+/// `invoke_each`: `[loop variable, collection key]`.
+fn invoke_each(v: &Value, pos: Option<(usize, usize)>) -> Result<(String, String), BuildError> {
+    match v.as_array().map(Vec::as_slice) {
+        Some([var, coll]) => Ok((
+            as_str(var, "an `invoke_each` variable", pos)?.to_string(),
+            as_str(coll, "an `invoke_each` collection", pos)?.to_string(),
+        )),
+        _ => Err(BuildError::new(
+            format!(
+                "`invoke_each` must be [variable, collection], got {}",
+                py_repr(v)
+            ),
+            pos,
+        )),
+    }
 }
 
 fn build_field_spec(v: &Value) -> Result<FieldSpec, BuildError> {
@@ -529,18 +556,6 @@ impl Builder {
         parent: Option<NodeId>,
     ) -> Result<NodeId, BuildError> {
         let pos = pos_of(cfg);
-        for key in ["invoke", "invoke_each", "invoke_inline"] {
-            if cfg.get(key).is_some_and(|v| !v.is_null()) {
-                return Err(BuildError::new(
-                    format!(
-                        "submachine `{}` is not supported yet (state {})",
-                        key,
-                        repr(name)
-                    ),
-                    pos,
-                ));
-            }
-        }
         let kind = match forced_kind {
             Some(k) => k,
             None => match cfg.get("type").filter(|v| !v.is_null()) {
@@ -630,9 +645,15 @@ impl Builder {
                 .map(str::to_string),
             carry,
             defer,
-            invoke: None,
+            invoke: match cfg.get("invoke") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(as_str(v, "`invoke`", pos)?.to_string()),
+            },
             invoke_with,
-            invoke_each: None,
+            invoke_each: match cfg.get("invoke_each") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(invoke_each(v, pos)?),
+            },
             start_state: cfg.get("start").and_then(Value::as_str).map(str::to_string),
             allow_history: bool_key("allow_history", true),
             cancel_on_failure: bool_key("cancel_on_failure", false),
@@ -642,6 +663,21 @@ impl Builder {
         let id = NodeId(self.nodes.len() as u32);
         self.nodes.push(node);
         self.index.insert(full_path.clone(), id);
+
+        if let Some(inline) = cfg.get("invoke_inline").filter(|v| !v.is_null()) {
+            // an inline machine is its own Definition, named (and identified) by a synthetic
+            // FQN, and this state invokes it
+            let syn = format!("{}#{full_path}", self.machine);
+            let sub = build_definition(inline, &syn, Some(&syn))?;
+            self.nodes[id.index()].invoke = Some(syn.clone());
+            let nested: Vec<_> = sub
+                .submachines
+                .iter()
+                .map(|(k, v)| (k.clone(), Arc::clone(v)))
+                .collect();
+            self.submachines.insert(syn, Arc::new(sub));
+            self.submachines.extend(nested);
+        }
 
         if let Some(states) = cfg.get("states") {
             let states = match states {
@@ -963,6 +999,32 @@ mod tests {
     }
 
     #[test]
+    fn submachine_keys_and_inline_machines() {
+        let cfg = json!({"start": "A", "states": {
+            "A": {"invoke": "pay.Charge", "invoke_with": {"amount": "total"}},
+            "B": {"invoke_each": ["item", "items"], "invoke_inline": {"start": "X",
+                "states": {"X": {"invoke_inline": {"start": "Y", "states": {"Y": {}}}}}}},
+            "C": {}}});
+        let d = build_definition(&cfg, "M", None).unwrap();
+        let a = d.at("A");
+        assert_eq!(a.invoke.as_deref(), Some("pay.Charge"));
+        assert_eq!(a.invoke_with["amount"], "total");
+        let b = d.at("B");
+        assert_eq!(b.invoke.as_deref(), Some("M#B"));
+        assert_eq!(b.invoke_each, Some(("item".into(), "items".into())));
+        // nested inline machines are flattened, keyed and identified by their synthetic FQN
+        let keys: Vec<&str> = d.submachines.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["M#B", "M#B#X"]);
+        assert_eq!(d.submachines["M#B"].id, "M#B");
+        assert_eq!(
+            d.submachines["M#B"].at("X").invoke.as_deref(),
+            Some("M#B#X")
+        );
+        assert_eq!(d.submachines["M#B#X"].id, "M#B#X");
+        assert!(d.at("C").invoke.is_none());
+    }
+
+    #[test]
     fn errors_match_harel() {
         let bad = json!({"start": "A", "states": {"A": {}, "W": {"states": {"X": {}},
             "transitions": [{"from": "X", "to": "Nope", "__pos__": [7, 3]}]}}});
@@ -982,15 +1044,22 @@ mod tests {
             build_definition(&bad, "m", None).unwrap_err().message,
             "invalid transition: it has no target, selector or choice"
         );
-        let bad = json!({"states": {"A": {"invoke": "other.M", "__pos__": [2, 1]}}});
+        let bad = json!({"states": {"A": {"invoke_each": ["x"], "__pos__": [2, 1]}}});
         let err = build_definition(&bad, "m", None).unwrap_err();
-        assert!(
-            err.message
-                .contains("submachine `invoke` is not supported yet"),
-            "{}",
-            err.message
+        assert_eq!(
+            err.message,
+            "`invoke_each` must be [variable, collection], got ['x']"
         );
         assert_eq!(err.pos, Some((2, 1)));
+        // an inline machine's own build error surfaces as it is
+        let bad = json!({"start": "A", "states": {"A": {"invoke_inline": {"start": "X",
+            "states": {"X": {}}, "transitions": [{"from": "X", "to": "Gone", "__pos__": [4, 5]}]}}}});
+        let err = build_definition(&bad, "m", None).unwrap_err();
+        assert_eq!(
+            err.message,
+            "cannot resolve transition target 'Gone' from scope ''"
+        );
+        assert_eq!(err.pos, Some((4, 5)));
         let bad = json!({"states": {"A": {"type": "Weird"}}});
         assert!(build_definition(&bad, "m", None)
             .unwrap_err()

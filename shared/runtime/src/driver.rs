@@ -6,10 +6,12 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
+use harel_engine::invoke::INVOKE_FQN_KEY;
 use harel_engine::{
     error_event, has_error_handler, timeout_event, ttl_delay, ActionCall, EngineError, Host,
     StepEffects, TimerOp, TTL_PATH,
 };
+use harel_model::schema::with_defaults;
 use harel_model::{Definition, Event, Execution, Status};
 use harel_store::{Commit, ExecutionStore, Spawn, SpawnEntry};
 use serde_json::Value;
@@ -128,9 +130,16 @@ fn error_message((kind, message): &Failure, cause: Option<&Failure>) -> String {
 }
 
 impl<S: ExecutionStore> Driver<'_, S> {
+    /// harel `_defn_for`: by the execution's `definition_id`, else (a submachine child
+    /// whose definition is registered under its FQN only) by its `definition_fqn`.
     pub fn definition_for(&self, exe: &Execution) -> Result<&Definition, RuntimeError> {
         self.definitions
             .get(&exe.definition_id)
+            .or_else(|| {
+                exe.definition_fqn
+                    .as_ref()
+                    .and_then(|f| self.definitions.get(f))
+            })
             .map(Arc::as_ref)
             .ok_or_else(|| RuntimeError::UnknownDefinition(exe.definition_id.clone()))
     }
@@ -259,32 +268,56 @@ impl<S: ExecutionStore> Driver<'_, S> {
         Ok(enqueued)
     }
 
-    /// Create and start one pending region, idempotently (a re-run fork keeps progress).
+    /// Create and start one pending child, idempotently (a re-run fork keeps progress). An
+    /// orthogonal region runs its parent's definition with only what the fork passed down; a
+    /// submachine child runs the machine named by the `__invoke_fqn__` its spawn carries,
+    /// with that machine's context defaults, and records the FQN so any worker can resolve
+    /// it again. Either inherits the parent's priority.
     async fn create_spawn(&self, entry: &SpawnEntry) -> Result<(), RuntimeError> {
         if self.store.load(&entry.child_id).await?.is_some() {
             return Ok(());
         }
-        if entry.context.contains_key("__invoke_fqn__") {
-            return Err(EngineError::Unsupported(format!(
-                "submachine `invoke` child {:?}",
-                entry.child_id
-            ))
-            .into());
-        }
-        // a region runs its parent's definition and inherits its priority
+        let mut context = entry.context.clone();
+        let submachine = match context.shift_remove(INVOKE_FQN_KEY) {
+            None => None,
+            Some(Value::String(fqn)) => {
+                let defn = self.resolve_machine(&fqn)?;
+                context = with_defaults(&defn.context_schema, &context);
+                Some((defn.id.clone(), fqn))
+            }
+            Some(other) => {
+                return Err(RuntimeError::UnresolvedSubmachine(format!(
+                    "{INVOKE_FQN_KEY} of spawn {:?} is not a name: {other}",
+                    entry.child_id
+                )))
+            }
+        };
         let parent = self.store.load(&entry.parent_id).await?;
         let Some(parent) = parent else {
             return Err(RuntimeError::NotFound(entry.parent_id.clone()));
         };
-        let mut child =
-            Execution::new(parent.definition_id.clone()).with_id(entry.child_id.clone());
+        let (definition_id, fqn) = match submachine {
+            Some((id, fqn)) => (id, Some(fqn)),
+            None => (parent.definition_id.clone(), None),
+        };
+        let mut child = Execution::new(definition_id).with_id(entry.child_id.clone());
+        child.definition_fqn = fqn;
         child.root_path = entry.root_path.clone();
-        child.context = entry.context.clone();
+        child.context = context;
         child.parent_id = Some(entry.parent_id.clone());
         child.child_id = Some(entry.child_id.clone());
         child.priority = parent.priority;
         self.run_step(&mut child, StepKind::Start).await?;
         Ok(())
+    }
+
+    /// harel `_resolve_machine`: a submachine by its FQN among the registered definitions
+    /// (inline and imported machines are registered under their FQN).
+    fn resolve_machine(&self, fqn: &str) -> Result<&Definition, RuntimeError> {
+        self.definitions
+            .get(fqn)
+            .map(Arc::as_ref)
+            .ok_or_else(|| RuntimeError::UnresolvedSubmachine(fqn.to_string()))
     }
 
     /// Drive deferred work to quiescence: create pending regions, deliver pending outbox

@@ -18,6 +18,10 @@ pub enum RuntimeError {
     AlreadyExists(String),
     #[error("unknown definition_id {0:?}")]
     UnknownDefinition(String),
+    /// A spawn names a submachine no registered definition has as its FQN (harel's
+    /// `ResolveError`): nothing of the spawn was done, it stays pending.
+    #[error("invoke {0:?}: no machine is registered for that FQN")]
+    UnresolvedSubmachine(String),
     #[error(transparent)]
     Context(#[from] ContextError),
     #[error(transparent)]

@@ -20,4 +20,4 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use driver::{ActionErrorPolicy, ActionKeys, CONTROL_EVENTS};
 pub use error::RuntimeError;
 pub use harel_engine::ActionError;
-pub use runner::DurableRunner;
+pub use runner::{register, DurableRunner};

@@ -24,16 +24,30 @@ pub struct DurableRunner<S> {
     trace: bool,
 }
 
+/// The definitions by id, with every submachine they carry (inline machines, imported
+/// machines) registered by its own id, its FQN (harel `_register_submachines`, which lets a
+/// submachine replace a definition of the same id).
+pub fn register(
+    definitions: impl IntoIterator<Item = Definition>,
+) -> HashMap<String, Arc<Definition>> {
+    let tops: Vec<Arc<Definition>> = definitions.into_iter().map(Arc::new).collect();
+    let mut out: HashMap<String, Arc<Definition>> =
+        tops.iter().map(|d| (d.id.clone(), Arc::clone(d))).collect();
+    for d in &tops {
+        for s in d.submachines.values() {
+            out.insert(s.id.clone(), Arc::clone(s));
+        }
+    }
+    out
+}
+
 impl<S: ExecutionStore> DurableRunner<S> {
     /// A runner over `store` for `definitions` (by their `id`), with `harel.lib.*` bound,
     /// the system clock, the FAILED policy and no trace.
     pub fn new(store: S, definitions: impl IntoIterator<Item = Definition>) -> Self {
         DurableRunner {
             store,
-            definitions: definitions
-                .into_iter()
-                .map(|d| (d.id.clone(), Arc::new(d)))
-                .collect(),
+            definitions: register(definitions),
             registry: ActionRegistry::with_stdlib(),
             clock: Arc::new(SystemClock),
             policy: ActionErrorPolicy::Fail,
