@@ -66,19 +66,11 @@ impl Booted {
     }
 }
 
-/// JSON logs (CloudWatch reads them as structured records), level from `RUST_LOG` or
-/// `HAREL_LOG_LEVEL`, default `info`.
+/// The functions' logs (harel_lambda::logging): flat JSON lines on stdout with the
+/// invocation's and the record's fields, at the level of `AWS_LAMBDA_LOG_LEVEL`,
+/// `HAREL_LOG_LEVEL` or `RUST_LOG` (default `info`), as text if `AWS_LAMBDA_LOG_FORMAT=Text`.
 pub fn init_tracing() {
-    let filter = std::env::var("RUST_LOG")
-        .or_else(|_| std::env::var("HAREL_LOG_LEVEL"))
-        .unwrap_or_else(|_| "info".to_string());
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_current_span(false)
-        .without_time()
-        .with_target(false)
-        .try_init();
+    harel_lambda::logging::init(&harel_lambda::logging::LogSettings::from_env());
 }
 
 /// The engine with the application's machines and actions, checked.

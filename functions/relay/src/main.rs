@@ -1,10 +1,14 @@
-//! The relay function (scheduled): drains pending outbox entries and spawns.
+//! The relay function (scheduled): drains pending outbox entries and spawns; one EMF
+//! metrics document per invocation on stdout.
 
 use std::sync::Arc;
 
+use harel_lambda::logging::invocation_span;
+use harel_lambda::metrics::{now_ms, relay_metrics};
 use harel_lambda::{relay, Role};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::{json, Value};
+use tracing::Instrument;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -13,10 +17,18 @@ async fn main() -> Result<(), Error> {
     tracing::info!("relay ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let b = booted.clone();
+        let span = invocation_span("relay", &event.context.request_id);
         async move {
             let deadline = b.work_deadline(event.context.deadline);
             let report = relay(&b.store, &b.transport, &b.driver, deadline).await?;
-            tracing::info!(?report, "relay done");
+            tracing::info!(
+                published = report.delivered.published,
+                children_created = report.delivered.children_created,
+                passes = report.passes,
+                out_of_time = report.out_of_time,
+                "relay done"
+            );
+            relay_metrics(&report, now_ms()).emit();
             Ok::<Value, Error>(json!({
                 "published": report.delivered.published,
                 "children_created": report.delivered.children_created,
@@ -25,6 +37,7 @@ async fn main() -> Result<(), Error> {
                 "out_of_time": report.out_of_time,
             }))
         }
+        .instrument(span)
     }))
     .await
 }

@@ -1,8 +1,12 @@
-//! The worker function: SQS FIFO batches in, a partial batch response out.
+//! The worker function: SQS FIFO batches in, a partial batch response out; one EMF metrics
+//! document per invocation (and machine) on stdout.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use harel_lambda::logging::invocation_span;
+use harel_lambda::metrics::{now_ms, worker_metrics, Receipt};
 use harel_lambda::{Record, Role};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
+use tracing::Instrument;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -11,20 +15,19 @@ async fn main() -> Result<(), Error> {
     tracing::info!("worker ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
+        let span = invocation_span("worker", &event.context.request_id);
         async move {
-            let records: Vec<Record> = event.payload.records.iter().map(Record::from_sqs).collect();
+            let messages = &event.payload.records;
+            let records: Vec<Record> = messages.iter().map(Record::from_sqs).collect();
+            let receipts: Vec<Receipt> = messages.iter().map(Receipt::from_sqs).collect();
             let deadline = i64::try_from(event.context.deadline).ok();
             let outcome = worker.handle_batch(records, deadline).await;
-            for (id, result) in &outcome.records {
-                match result {
-                    Ok(handled) => {
-                        tracing::info!(message_id = %id, outcome = ?handled, "record done")
-                    }
-                    Err(e) => tracing::warn!(message_id = %id, error = %e, "record failed"),
-                }
-            }
+            let failed = outcome.failed_ids().len();
+            tracing::info!(records = outcome.records.len(), failed, "batch done");
+            worker_metrics(&outcome, &receipts, now_ms()).emit();
             Ok::<SqsBatchResponse, Error>(outcome.to_response())
         }
+        .instrument(span)
     }))
     .await
 }

@@ -24,6 +24,10 @@ pub enum SweepError {
 pub struct SweepReport {
     pub fired: usize,
     pub polls: usize,
+    /// Per fired timer: how late it was published, in milliseconds (`now` less its due time).
+    pub timer_lag_ms: Vec<u64>,
+    /// Stopped by the invocation's deadline before the window ended.
+    pub out_of_time: bool,
 }
 
 /// One sweep at `now`: returns how many timers fired.
@@ -32,8 +36,19 @@ pub async fn sweep_once<S: ExecutionStore, T: Transport>(
     transport: &T,
     now: f64,
 ) -> Result<usize, SweepError> {
+    let mut report = SweepReport::default();
+    fire_due(store, transport, now, &mut report).await?;
+    Ok(report.fired)
+}
+
+/// One sweep at `now`, counted into `report`.
+pub async fn fire_due<S: ExecutionStore, T: Transport>(
+    store: &S,
+    transport: &T,
+    now: f64,
+    report: &mut SweepReport,
+) -> Result<(), SweepError> {
     let due = store.due_timers(now).await?;
-    let mut fired = 0;
     for chunk in due.chunks(sqs_batch::MAX) {
         let messages = chunk
             .iter()
@@ -54,11 +69,14 @@ pub async fn sweep_once<S: ExecutionStore, T: Transport>(
             store
                 .delete_timer(&t.execution_id, &t.path, t.fire_at)
                 .await?;
-            fired += 1;
+            report.fired += 1;
+            report
+                .timer_lag_ms
+                .push(((now - t.fire_at) * 1000.0).max(0.0) as u64);
         }
         sent?;
     }
-    Ok(fired)
+    Ok(())
 }
 
 /// Sweep every `interval` until `window` has passed or `deadline` comes near.
@@ -73,10 +91,14 @@ pub async fn sweep<S: ExecutionStore, T: Transport>(
     let started = Instant::now();
     let mut report = SweepReport::default();
     loop {
-        report.fired += sweep_once(store, transport, clock()).await?;
+        fire_due(store, transport, clock(), &mut report).await?;
         report.polls += 1;
         let next = Instant::now() + interval;
-        if next >= deadline || next.duration_since(started) > window {
+        if next >= deadline {
+            report.out_of_time = next.duration_since(started) <= window;
+            return Ok(report);
+        }
+        if next.duration_since(started) > window {
             return Ok(report);
         }
         tokio::time::sleep(interval).await;

@@ -4,7 +4,7 @@
 //! what the commit enqueued).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use harel_idempotency::{Client as IdempotencyClient, Idempotency, RunError};
 use harel_model::schema::{check_context, check_event, with_defaults};
@@ -14,6 +14,8 @@ use harel_store::{Commit, ExecutionStore, StoreError, TimerOp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Semaphore;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use crate::config::Config;
 use crate::deliver::{deliver_stepped, DeliverError};
@@ -82,6 +84,51 @@ pub enum Handled {
     },
 }
 
+impl Handled {
+    /// The outcome's name, as logged (the reason of a skip or a dead letter is not: it may
+    /// quote the message's data).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Handled::Processed { .. } => "processed",
+            Handled::Broadcast { .. } => "broadcast",
+            Handled::Created { .. } => "created",
+            Handled::AlreadyExists { .. } => "already_exists",
+            Handled::Skipped { .. } => "skipped",
+            Handled::DeadLettered { .. } => "dead_lettered",
+        }
+    }
+}
+
+/// What the worker saw while handling one record, for the metrics: the machine, the
+/// transactions it committed, whether the step left the execution FAILED, and timings. A
+/// record the idempotency layer answered from its store did nothing and saw nothing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observed {
+    pub machine: Option<String>,
+    pub event_kind: Option<String>,
+    pub commits: usize,
+    pub failed_execution: bool,
+    /// A `Timeout`: its processing time less its due time (`fire_at`), in milliseconds.
+    pub timer_lag_ms: Option<f64>,
+    /// A step that enqueued outbox entries: from its commit to their publication.
+    pub outbox_age_ms: Option<f64>,
+}
+
+/// Filled in while a record is handled (the idempotency layer owns the handler's future,
+/// so the observation cannot be its return value).
+#[derive(Default)]
+struct Observer(Mutex<Observed>);
+
+impl Observer {
+    fn with(&self, f: impl FnOnce(&mut Observed)) {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    fn take(&self) -> Observed {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// Why a record is reported failed (SQS redelivers it, and with it the rest of its group).
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -118,6 +165,8 @@ impl From<DriveError> for RecordError {
 pub struct BatchOutcome {
     /// Every record, in batch order, with what became of it.
     pub records: Vec<(String, Result<Handled, RecordError>)>,
+    /// What was seen handling each record, in the same order.
+    pub observed: Vec<Observed>,
 }
 
 impl BatchOutcome {
@@ -200,26 +249,44 @@ where
             let members = groups.remove(&key).unwrap_or_default();
             let worker = Arc::clone(self);
             let permits = Arc::clone(&permits);
-            tasks.spawn(async move {
+            let task = async move {
                 let _permit = permits.acquire_owned().await;
                 let mut results = Vec::with_capacity(members.len());
                 let mut failed = false;
                 for (i, record) in members {
+                    // every line logged for the record carries these
+                    let span = tracing::info_span!(
+                        "record",
+                        message_id = %record.message_id,
+                        execution_id = record.group_id.as_deref().unwrap_or(""),
+                        event_kind = Empty,
+                        machine = Empty,
+                    );
+                    let observer = Observer::default();
                     let result = if failed {
-                        Err(RecordError::Blocked(record.group_id.clone().unwrap_or_default()))
+                        Err(RecordError::Blocked(
+                            record.group_id.clone().unwrap_or_default(),
+                        ))
                     } else {
-                        worker.handle_idempotent(&record, deadline_ms).await
+                        worker
+                            .handle_idempotent(&record, deadline_ms, &observer)
+                            .instrument(span.clone())
+                            .await
                     };
-                    if let Err(e) = &result {
-                        if !failed {
-                            tracing::warn!(message_id = %record.message_id, error = %e, "record failed");
-                        }
+                    span.in_scope(|| match &result {
+                        Ok(handled) => tracing::info!(outcome = handled.name(), "record done"),
+                        Err(e) if !failed => tracing::warn!(error = %e, "record failed"),
+                        Err(e) => tracing::info!(error = %e, "record not processed"),
+                    });
+                    if result.is_err() {
                         failed = true;
                     }
-                    results.push((i, record.message_id, result));
+                    results.push((i, record.message_id, result, observer.take()));
                 }
                 results
-            });
+            };
+            // the task runs outside the caller's span unless given it (the invocation's)
+            tasks.spawn(task.in_current_span());
         }
         let mut all = Vec::new();
         while let Some(joined) = tasks.join_next().await {
@@ -230,32 +297,34 @@ where
                 Err(e) => tracing::error!(error = %e, "a worker task panicked"),
             }
         }
-        let mut by_index: HashMap<usize, Result<Handled, RecordError>> =
-            all.into_iter().map(|(i, _, r)| (i, r)).collect();
-        let records = ids
-            .into_iter()
-            .enumerate()
-            .map(|(i, id)| {
-                let result = by_index
-                    .remove(&i)
-                    .unwrap_or_else(|| Err(RecordError::Task("the record's task panicked".into())));
-                (id, result)
-            })
-            .collect();
-        BatchOutcome { records }
+        let mut by_index: HashMap<usize, (Result<Handled, RecordError>, Observed)> =
+            all.into_iter().map(|(i, _, r, o)| (i, (r, o))).collect();
+        let mut outcome = BatchOutcome::default();
+        for (i, id) in ids.into_iter().enumerate() {
+            let (result, observed) = by_index.remove(&i).unwrap_or_else(|| {
+                (
+                    Err(RecordError::Task("the record's task panicked".into())),
+                    Observed::default(),
+                )
+            });
+            outcome.records.push((id, result));
+            outcome.observed.push(observed);
+        }
+        outcome
     }
 
     async fn handle_idempotent(
         &self,
         record: &Record,
         deadline_ms: Option<i64>,
+        observer: &Observer,
     ) -> Result<Handled, RecordError> {
         let Some(idempotency) = &self.idempotency else {
-            return self.handle(record).await;
+            return self.handle_observed(record, observer).await;
         };
         match idempotency
             .run(&record.idempotency_payload(), deadline_ms, || {
-                self.handle(record)
+                self.handle_observed(record, observer)
             })
             .await
         {
@@ -267,18 +336,29 @@ where
 
     /// One record, without the idempotency layer.
     pub async fn handle(&self, record: &Record) -> Result<Handled, RecordError> {
+        self.handle_observed(record, &Observer::default()).await
+    }
+
+    async fn handle_observed(
+        &self,
+        record: &Record,
+        observer: &Observer,
+    ) -> Result<Handled, RecordError> {
         let (group, inbound) = match parse(record.group_id.as_deref(), &record.body) {
             Ok(parsed) => parsed,
             Err(malformed) => return self.dead_letter(record, &malformed.0).await,
         };
         match inbound {
-            Inbound::Create(request) => self.create(record, request).await,
-            Inbound::Event(event) => self.route(&group, record, event).await,
+            Inbound::Create(request) => self.create(record, request, observer).await,
+            Inbound::Event(event) => self.route(&group, record, event, observer).await,
         }
     }
 
     async fn dead_letter(&self, record: &Record, reason: &str) -> Result<Handled, RecordError> {
-        tracing::error!(message_id = %record.message_id, reason, "dead-lettering a message that can never succeed");
+        // the reason may quote the message's data: only at debug (it travels with the
+        // message, in its harel-dead-letter-reason attribute)
+        tracing::error!("dead-lettering a message that can never succeed (the reason is in its harel-dead-letter-reason attribute)");
+        tracing::debug!(reason, "dead-letter reason");
         self.transport
             .dead_letter(
                 &record.message_id,
@@ -298,8 +378,14 @@ where
         &self,
         record: &Record,
         request: CreateRequest,
+        observer: &Observer,
     ) -> Result<Handled, RecordError> {
         let execution_id = request.execution_id.clone();
+        observe_event(
+            observer,
+            &request.definition_id,
+            crate::inbound::CREATE_KIND,
+        );
         let Some(defn) = self.driver.definition(&request.definition_id) else {
             return self
                 .dead_letter(
@@ -334,7 +420,8 @@ where
             }
             Err(e) => return Err(e.into()),
         };
-        self.deliver(&execution_id, stepped).await;
+        self.stepped(observer, None, &exe, &stepped, None);
+        self.deliver(&exe, stepped, observer).await;
         Ok(Handled::Created { execution_id })
     }
 
@@ -343,7 +430,9 @@ where
         group: &str,
         record: &Record,
         event: Event,
+        observer: &Observer,
     ) -> Result<Handled, RecordError> {
+        tracing::Span::current().record("event_kind", event.kind.as_str());
         let (exe, processed) = self.store.load_for_event(group, &event.id).await?;
         let skip = |reason: &str| {
             Ok(Handled::Skipped {
@@ -354,6 +443,7 @@ where
         let Some(mut exe) = exe else {
             return skip("no such execution");
         };
+        observe_event(observer, &exe.definition_id, &event.kind);
         if processed {
             return skip("event already processed");
         }
@@ -394,15 +484,19 @@ where
                 }
             }
             if !live.is_empty() {
-                return self.broadcast(&mut exe, &event, live).await;
+                let handled = self.broadcast(&mut exe, &event, live).await?;
+                observer.with(|o| o.commits += 1);
+                return Ok(handled);
             }
         }
         let execution_id = exe.id.clone();
+        let before = (exe.status, exe.active_path.clone());
         let stepped = self
             .driver
             .step(&self.store, &mut exe, Some(&event))
             .await?;
-        self.deliver(&execution_id, stepped).await;
+        self.stepped(observer, Some(before), &exe, &stepped, Some(&event));
+        self.deliver(&exe, stepped, observer).await;
         Ok(Handled::Processed { execution_id })
     }
 
@@ -449,24 +543,76 @@ where
         })
     }
 
+    /// A committed step: logged (where it went, never the context) and observed.
+    fn stepped(
+        &self,
+        observer: &Observer,
+        before: Option<(Status, Option<String>)>,
+        exe: &Execution,
+        stepped: &crate::driver::Stepped,
+        event: Option<&Event>,
+    ) {
+        let (from_status, from) = before.unzip();
+        tracing::info!(
+            from = from.flatten().as_deref().unwrap_or("(start)"),
+            to = exe.active_path.as_deref().unwrap_or(""),
+            status = exe.status.as_str(),
+            outcome = exe.outcome.as_deref().unwrap_or(""),
+            emitted = stepped.outbox.len(),
+            spawned = stepped.spawns.len(),
+            "step committed"
+        );
+        let failed = exe.status == Status::Failed && from_status != Some(Status::Failed);
+        if failed {
+            tracing::warn!(
+                error = exe.error.as_deref().unwrap_or(""),
+                "the step failed the execution"
+            );
+        }
+        let timer_lag_ms = event
+            .filter(|e| e.kind == "Timeout")
+            .and_then(|e| e.data.get("fire_at"))
+            .and_then(Value::as_f64)
+            .map(|due| ((self.driver.now() - due) * 1000.0).max(0.0));
+        observer.with(|o| {
+            o.commits += 1;
+            o.failed_execution |= failed;
+            o.timer_lag_ms = timer_lag_ms;
+        });
+    }
+
     /// Deliver what a commit enqueued. The commit is done: a failure here leaves the entries
     /// pending for the relay and does not fail the record.
-    async fn deliver(&self, execution_id: &str, stepped: crate::driver::Stepped) {
+    async fn deliver(&self, exe: &Execution, stepped: crate::driver::Stepped, observer: &Observer) {
         if stepped.is_empty() {
             return;
         }
-        if let Err(e) = deliver_stepped(
-            &self.store,
-            &self.transport,
-            &self.driver,
-            execution_id,
-            stepped,
-        )
-        .await
-        {
-            report_undelivered(execution_id, &e);
+        let had_outbox = !stepped.outbox.is_empty();
+        match deliver_stepped(&self.store, &self.transport, &self.driver, &exe.id, stepped).await {
+            Ok(delivered) => {
+                let age = exe
+                    .updated_at
+                    .filter(|_| had_outbox)
+                    .map(|committed| ((self.driver.now() - committed) * 1000.0).max(0.0));
+                observer.with(|o| {
+                    // each child created is its own commit
+                    o.commits += delivered.children_created;
+                    o.outbox_age_ms = age;
+                });
+            }
+            Err(e) => report_undelivered(&exe.id, &e),
         }
     }
+}
+
+fn observe_event(observer: &Observer, machine: &str, kind: &str) {
+    let span = tracing::Span::current();
+    span.record("machine", machine);
+    span.record("event_kind", kind);
+    observer.with(|o| {
+        o.machine = Some(machine.to_string());
+        o.event_kind = Some(kind.to_string());
+    });
 }
 
 fn report_undelivered(execution_id: &str, e: &DeliverError) {

@@ -1,0 +1,288 @@
+//! The functions' logs: one JSON object per line, flat, as Lambda's advanced logging
+//! controls read them: `timestamp`, `level` (which `ApplicationLogLevel` filters on),
+//! `message`, then the fields of every span the line was logged in (the invocation's
+//! `requestId` and `function`, a record's `message_id`, `execution_id`, `event_kind`,
+//! `machine`) and the line's own fields. tracing-subscriber's JSON formatter nests span
+//! fields under `span`/`spans`; CloudWatch Logs Insights and Lambda's console want them at
+//! the top, beside `requestId` as Lambda's own records have it.
+//!
+//! Payloads (event data, contexts) are never logged at `info` or above: the handlers log
+//! where an execution went, not what it holds.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::fmt::format::{JsonFields, Writer};
+use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields, MakeWriter};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::EnvFilter;
+
+/// Set by Lambda from the function's `LoggingConfig.ApplicationLogLevel`.
+pub const LAMBDA_LOG_LEVEL: &str = "AWS_LAMBDA_LOG_LEVEL";
+/// Set by Lambda from the function's `LoggingConfig.LogFormat` (`JSON` or `Text`).
+pub const LAMBDA_LOG_FORMAT: &str = "AWS_LAMBDA_LOG_FORMAT";
+pub const HAREL_LOG_LEVEL: &str = "HAREL_LOG_LEVEL";
+pub const RUST_LOG: &str = "RUST_LOG";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// One flat JSON object per line (the default: what CloudWatch reads as structured).
+    Json,
+    /// tracing's human-readable lines (`LogFormat: Text` asked for it).
+    Text,
+}
+
+/// Which lines are written, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogSettings {
+    /// An `EnvFilter` directive (`info`, `debug`, `harel_lambda=debug,info`, ...).
+    pub filter: String,
+    pub format: Format,
+}
+
+impl LogSettings {
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The level: Lambda's `AWS_LAMBDA_LOG_LEVEL` first (the operator's setting in the
+    /// console or the template, and Lambda drops the lines below it anyway), then
+    /// `HAREL_LOG_LEVEL`, then `RUST_LOG` (which may hold per-crate directives), else
+    /// `info`. Lambda's `FATAL` is tracing's `error`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let filter = get(LAMBDA_LOG_LEVEL)
+            .map(|level| match level.trim().to_ascii_lowercase().as_str() {
+                "fatal" => "error".to_string(),
+                other => other.to_string(),
+            })
+            .or_else(|| get(HAREL_LOG_LEVEL))
+            .or_else(|| get(RUST_LOG))
+            .unwrap_or_else(|| "info".to_string());
+        let format = match get(LAMBDA_LOG_FORMAT) {
+            Some(f) if f.trim().eq_ignore_ascii_case("text") => Format::Text,
+            _ => Format::Json,
+        };
+        LogSettings { filter, format }
+    }
+
+    fn env_filter(&self) -> EnvFilter {
+        EnvFilter::try_new(&self.filter).unwrap_or_else(|e| {
+            // a bad level must not stop the function: say so on the first line instead
+            eprintln!(
+                "log level {:?} not understood ({e}): using info",
+                self.filter
+            );
+            EnvFilter::new("info")
+        })
+    }
+}
+
+/// The subscriber the functions log through, writing to `writer` (stdout in Lambda; a
+/// buffer in tests).
+pub fn subscriber<W>(settings: &LogSettings, writer: W) -> Box<dyn Subscriber + Send + Sync>
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(settings.env_filter())
+        .with_writer(writer);
+    match settings.format {
+        Format::Json => Box::new(
+            builder
+                .fmt_fields(JsonFields::new())
+                .event_format(FlatJson)
+                .finish(),
+        ),
+        Format::Text => Box::new(builder.without_time().with_target(false).finish()),
+    }
+}
+
+/// Install [`subscriber`] on stdout for the process (a second call changes nothing).
+pub fn init(settings: &LogSettings) {
+    let _ = tracing::subscriber::set_global_default(subscriber(settings, std::io::stdout));
+}
+
+/// The span of one invocation: every line logged while handling it carries these.
+pub fn invocation_span(function: &str, request_id: &str) -> tracing::Span {
+    tracing::info_span!("invocation", requestId = request_id, function = function)
+}
+
+/// The flat JSON line (see the module's documentation).
+pub struct FlatJson;
+
+impl<S, N> FormatEvent<S, N> for FlatJson
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let mut line = Map::new();
+        let mut timestamp = String::new();
+        SystemTime.format_time(&mut Writer::new(&mut timestamp))?;
+        line.insert("timestamp".into(), Value::String(timestamp));
+        line.insert(
+            "level".into(),
+            Value::String(event.metadata().level().as_str().to_string()),
+        );
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        line.insert(
+            "message".into(),
+            fields
+                .0
+                .remove("message")
+                .unwrap_or(Value::String(String::new())),
+        );
+        if let Some(scope) = ctx.event_scope() {
+            for span in scope.from_root() {
+                let extensions = span.extensions();
+                // JsonFields keeps a span's fields as the text of one JSON object
+                if let Some(recorded) = extensions.get::<FormattedFields<N>>() {
+                    if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(recorded) {
+                        line.extend(map);
+                    }
+                }
+            }
+        }
+        line.extend(fields.0);
+        line.insert(
+            "target".into(),
+            Value::String(event.metadata().target().to_string()),
+        );
+        writeln!(writer, "{}", Value::Object(line))
+    }
+}
+
+/// An event's fields as JSON values (numbers and booleans kept, the rest as text).
+#[derive(Default)]
+struct Fields(Map<String, Value>);
+
+impl Visit for Fields {
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.insert(field.name().into(), Value::from(value));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name().into(), Value::from(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().into(), Value::from(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().into(), Value::from(value));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().into(), Value::from(value));
+    }
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.0
+            .insert(field.name().into(), Value::from(value.to_string()));
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0
+            .insert(field.name().into(), Value::from(format!("{value:?}")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lock").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'w> MakeWriter<'w> for Buffer {
+        type Writer = Buffer;
+        fn make_writer(&'w self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
+    fn settings(pairs: &[(&str, &str)]) -> LogSettings {
+        LogSettings::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn lambdas_level_wins_then_harels_then_rust_log() {
+        assert_eq!(settings(&[]).filter, "info");
+        assert_eq!(settings(&[(RUST_LOG, "warn")]).filter, "warn");
+        assert_eq!(
+            settings(&[(RUST_LOG, "warn"), (HAREL_LOG_LEVEL, "debug")]).filter,
+            "debug"
+        );
+        assert_eq!(
+            settings(&[(HAREL_LOG_LEVEL, "debug"), (LAMBDA_LOG_LEVEL, "ERROR")]).filter,
+            "error"
+        );
+        assert_eq!(settings(&[(LAMBDA_LOG_LEVEL, "FATAL")]).filter, "error");
+        assert_eq!(settings(&[]).format, Format::Json);
+        assert_eq!(
+            settings(&[(LAMBDA_LOG_FORMAT, "Text")]).format,
+            Format::Text
+        );
+        assert_eq!(
+            settings(&[(LAMBDA_LOG_FORMAT, "JSON")]).format,
+            Format::Json
+        );
+    }
+
+    #[test]
+    fn a_line_is_flat_json_with_the_spans_fields() {
+        let buffer = Buffer::default();
+        let sub = subscriber(&settings(&[]), buffer.clone());
+        tracing::subscriber::with_default(sub, || {
+            let invocation = invocation_span("worker", "req-1");
+            let _i = invocation.enter();
+            let record = tracing::info_span!(
+                "record",
+                message_id = "m-1",
+                event_kind = tracing::field::Empty
+            );
+            let _r = record.enter();
+            record.record("event_kind", "PlaceOrder");
+            tracing::info!(commits = 2_u64, ok = true, "step committed");
+            tracing::debug!("not at info");
+        });
+        let text = String::from_utf8(buffer.0.lock().expect("lock").clone()).expect("utf-8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        let line: Value = serde_json::from_str(lines[0]).expect("one JSON object");
+        assert_eq!(line["level"], "INFO");
+        assert_eq!(line["message"], "step committed");
+        assert_eq!(line["requestId"], "req-1");
+        assert_eq!(line["function"], "worker");
+        assert_eq!(line["message_id"], "m-1");
+        assert_eq!(line["event_kind"], "PlaceOrder");
+        assert_eq!(line["commits"], 2);
+        assert_eq!(line["ok"], true);
+        let ts = line["timestamp"].as_str().expect("timestamp");
+        assert!(ts.ends_with('Z') && ts.contains('T'), "{ts}");
+        let keys: Vec<&String> = line.as_object().expect("object").keys().collect();
+        assert_eq!(keys[..3], ["timestamp", "level", "message"]);
+    }
+}
