@@ -1,0 +1,339 @@
+//! Least privilege and data hygiene in `template.yaml`: each function's policy grants exactly
+//! the actions its code makes, on its own tables and queues (no `*`); every queue and table is
+//! encrypted; the dead-letter queue keeps messages 14 days. And the code side: every AWS SDK
+//! operation the functions' crates call is in the table below, so a new call fails here until
+//! someone says which function makes it and grants it.
+//!
+//! YAML: `serde_yaml_ng` (the maintained fork of the archived `serde_yaml`) keeps
+//! CloudFormation's short-form tags (`!Ref`, `!GetAtt`, `!Sub`) as tagged values instead of
+//! refusing them, which is what a policy check needs to read `!GetAtt Table.Arn`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_yaml_ng::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the workspace")
+        .to_path_buf()
+}
+
+fn template() -> Value {
+    let path = root().join("template.yaml");
+    let text = std::fs::read_to_string(&path).expect("template.yaml is readable");
+    serde_yaml_ng::from_str(&text).expect("template.yaml parses, short-form tags included")
+}
+
+fn resources(t: &Value) -> &serde_yaml_ng::Mapping {
+    t.get("Resources")
+        .and_then(Value::as_mapping)
+        .expect("a Resources section")
+}
+
+fn str_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn list(v: Option<&Value>) -> Vec<Value> {
+    match v {
+        Some(Value::Sequence(items)) => items.clone(),
+        Some(one) => vec![one.clone()],
+        None => Vec::new(),
+    }
+}
+
+/// A resource reference as written: `!GetAtt X.Arn` -> "X.Arn", `!Ref X` -> "X"; anything else
+/// (a literal ARN, "*") as its text.
+fn resource_ref(v: &Value) -> String {
+    match v {
+        Value::Tagged(t) if t.tag == "GetAtt" || t.tag == "Ref" => str_of(&t.value),
+        Value::Mapping(m) if m.len() == 1 => {
+            let (k, v) = m.iter().next().expect("one entry");
+            match str_of(k).as_str() {
+                "Fn::GetAtt" => list(Some(v))
+                    .iter()
+                    .map(str_of)
+                    .collect::<Vec<_>>()
+                    .join("."),
+                "Ref" => str_of(v),
+                _ => format!("{m:?}"),
+            }
+        }
+        other => str_of(other),
+    }
+}
+
+/// (action, resource logical id) pairs a function's inline policies grant.
+fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
+    let f = resources(t)
+        .get(function)
+        .unwrap_or_else(|| panic!("no resource {function}"));
+    let mut out = BTreeSet::new();
+    for policy in list(f.get("Properties").and_then(|p| p.get("Policies"))) {
+        for statement in list(policy.get("Statement")) {
+            assert_eq!(
+                statement.get("Effect").map(str_of).as_deref(),
+                Some("Allow"),
+                "{function}: only Allow statements are expected"
+            );
+            let actions: Vec<String> = list(statement.get("Action")).iter().map(str_of).collect();
+            let targets: Vec<String> = list(statement.get("Resource"))
+                .iter()
+                .map(resource_ref)
+                .collect();
+            assert!(!targets.is_empty(), "{function}: a statement without Resource");
+            for action in &actions {
+                assert!(
+                    !action.contains('*'),
+                    "{function}: wildcard action {action:?}"
+                );
+                for r in &targets {
+                    assert!(!r.contains('*'), "{function}: wildcard resource {r:?} for {action}");
+                    let logical = r.strip_suffix(".Arn").unwrap_or_else(|| {
+                        panic!("{function}: resource {r:?} is not a !GetAtt X.Arn of this template")
+                    });
+                    assert!(
+                        resources(t).contains_key(logical),
+                        "{function}: {r:?} names no resource of the template"
+                    );
+                    out.insert((action.clone(), logical.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What each function's code calls, as (SDK operation, resource, why). IAM checks a
+/// TransactWriteItems per item (PutItem/DeleteItem/...) and a SendMessageBatch as SendMessage.
+const WORKER: &[(&str, &str, &str)] = &[
+    ("GetItem", "ExecutionsTable", "load (create's existence check, live regions, a child's parent)"),
+    ("BatchGetItem", "ExecutionsTable", "load_for_event"),
+    ("BatchGetItem", "ProcessedTable", "load_for_event's dedupe mark"),
+    ("TransactWriteItems:Put", "ExecutionsTable", "commit: the CAS write"),
+    ("TransactWriteItems:Put", "OutboxTable", "commit: emits"),
+    ("TransactWriteItems:Put", "SpawnsTable", "commit: spawn intents"),
+    ("TransactWriteItems:Put", "TimersTable", "commit: timer schedules"),
+    ("TransactWriteItems:Delete", "TimersTable", "commit: timer cancels"),
+    ("TransactWriteItems:Put", "ProcessedTable", "commit: the processed mark"),
+    ("Scan", "SpawnsTable", "inline delivery finds its spawn seqs"),
+    ("DeleteItem", "OutboxTable", "outbox ack"),
+    ("DeleteItem", "SpawnsTable", "spawn ack"),
+    ("PutItem", "IdempotencyTable", "claim"),
+    ("GetItem", "IdempotencyTable", "get_record after a refused claim"),
+    ("UpdateItem", "IdempotencyTable", "completion"),
+    ("DeleteItem", "IdempotencyTable", "a failed record released"),
+    ("SendMessageBatch", "Queue", "outbox delivery, region broadcasts"),
+    ("ChangeMessageVisibility", "Queue", "parking a SUSPENDED execution's message"),
+    ("SendMessage", "DeadLetterQueue", "dead letters with their reason"),
+    // the SQS event source mapping polls with the function's role
+    ("ReceiveMessage", "Queue", "event source mapping"),
+    ("DeleteMessage", "Queue", "event source mapping"),
+    ("GetQueueAttributes", "Queue", "event source mapping"),
+];
+
+const RELAY: &[(&str, &str, &str)] = &[
+    ("Scan", "OutboxTable", "pending_outbox"),
+    ("Scan", "SpawnsTable", "pending_spawns"),
+    ("GetItem", "ExecutionsTable", "a child exists? its parent"),
+    ("TransactWriteItems:Put", "ExecutionsTable", "a child's create (its start's commit)"),
+    ("TransactWriteItems:Put", "OutboxTable", "the child's start emits"),
+    ("TransactWriteItems:Put", "SpawnsTable", "the child's own regions"),
+    ("TransactWriteItems:Put", "TimersTable", "the child's timers"),
+    ("TransactWriteItems:Delete", "TimersTable", "timer cancels in the child's start"),
+    ("DeleteItem", "OutboxTable", "outbox ack"),
+    ("DeleteItem", "SpawnsTable", "spawn ack"),
+    ("SendMessageBatch", "Queue", "outbox delivery"),
+];
+
+const SWEEPER: &[(&str, &str, &str)] = &[
+    ("Scan", "TimersTable", "due_timers"),
+    ("DeleteItem", "TimersTable", "delete_timer (fire_at guarded)"),
+    ("SendMessageBatch", "Queue", "Timeout publishes"),
+];
+
+fn iam_action(op: &str) -> String {
+    match op {
+        "TransactWriteItems:Put" => "dynamodb:PutItem".into(),
+        "TransactWriteItems:Delete" => "dynamodb:DeleteItem".into(),
+        "SendMessageBatch" => "sqs:SendMessage".into(),
+        op if matches!(
+            op,
+            "SendMessage" | "ChangeMessageVisibility" | "ReceiveMessage" | "DeleteMessage" | "GetQueueAttributes"
+        ) =>
+        {
+            format!("sqs:{op}")
+        }
+        op => format!("dynamodb:{op}"),
+    }
+}
+
+fn needs(table: &[(&str, &str, &str)]) -> BTreeSet<(String, String)> {
+    table
+        .iter()
+        .map(|(op, res, _)| (iam_action(op), res.to_string()))
+        .collect()
+}
+
+#[test]
+fn each_function_is_granted_exactly_what_its_code_uses() {
+    let t = template();
+    let mut failures = Vec::new();
+    for (function, table) in [("Worker", WORKER), ("Relay", RELAY), ("Sweeper", SWEEPER)] {
+        let granted = grants(&t, function);
+        let needed = needs(table);
+        for extra in granted.difference(&needed) {
+            failures.push(format!("{function} is granted {extra:?}, which its code never uses"));
+        }
+        for missing in needed.difference(&granted) {
+            failures.push(format!("{function} needs {missing:?}, not granted"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `.operation()` calls of the SDK fluent clients in a crate's sources.
+fn sdk_calls(dir: &Path, found: &mut BTreeMap<String, BTreeSet<String>>) {
+    const OPS: &[&str] = &[
+        "get_item", "batch_get_item", "transact_write_items", "transact_get_items", "put_item",
+        "update_item", "delete_item", "query", "scan", "batch_write_item", "create_table",
+        "describe_table", "delete_table", "update_time_to_live", "send_message",
+        "send_message_batch", "change_message_visibility", "change_message_visibility_batch",
+        "receive_message", "delete_message", "delete_message_batch", "get_queue_attributes",
+        "get_queue_url", "create_queue", "purge_queue", "delete_queue", "set_queue_attributes",
+    ];
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sdk_calls(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a readable source");
+            for op in OPS {
+                if text.contains(&format!(".{op}()")) {
+                    found
+                        .entry(op.to_string())
+                        .or_default()
+                        .insert(path.strip_prefix(root()).unwrap_or(&path).display().to_string());
+                }
+            }
+        }
+    }
+}
+
+/// Every SDK operation the functions' crates can call is either one the table above lists
+/// for a function, or one no function reaches (with the reason).
+#[test]
+fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
+    let mut found = BTreeMap::new();
+    for dir in [
+        "shared/dynamodb/src",
+        "shared/sqs/src",
+        "shared/idempotency/src",
+        "shared/lambda/src",
+        "functions/app/src",
+        "functions/worker/src",
+        "functions/relay/src",
+        "functions/sweeper/src",
+    ] {
+        sdk_calls(&root().join(dir), &mut found);
+    }
+    let used: BTreeSet<String> = WORKER
+        .iter()
+        .chain(RELAY)
+        .chain(SWEEPER)
+        .map(|(op, _, _)| {
+            let op = op.split(':').next().unwrap_or(op);
+            // CamelCase operation -> the fluent method's snake_case
+            let mut snake = String::new();
+            for (i, c) in op.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    snake.push('_');
+                }
+                snake.push(c.to_ascii_lowercase());
+            }
+            snake
+        })
+        .collect();
+    // reached by no function: (operation, why)
+    let elsewhere: BTreeMap<&str, &str> = BTreeMap::from([
+        ("create_table", "ensure_tables / local-setup / the CLI (tables are the template's in AWS)"),
+        ("create_queue", "tests and local-setup (queues are the template's in AWS)"),
+        ("query", "trace reads and harel show (the functions refuse HAREL_TRACE=true)"),
+        ("update_item", "SeqAllocation::Counter, not the functions' default (the idempotency layer's UpdateItem is listed)"),
+        ("batch_write_item", "purge (the CLI)"),
+        ("put_item", "the trace ring outside a commit (trace is off in the functions); the idempotency claim is listed"),
+    ]);
+    let mut unknown = Vec::new();
+    for (op, files) in &found {
+        if !used.contains(op) && !elsewhere.contains_key(op.as_str()) {
+            unknown.push(format!("{op} (in {files:?}): add it to a function's table and its policy, or say why no function reaches it"));
+        }
+    }
+    assert!(unknown.is_empty(), "{}", unknown.join("\n"));
+    for op in used {
+        // the table lists nothing the code does not call (the event source's three are Lambda's)
+        if matches!(op.as_str(), "receive_message" | "delete_message" | "get_queue_attributes") {
+            continue;
+        }
+        assert!(found.contains_key(&op), "the table lists {op}, which no crate calls");
+    }
+}
+
+#[test]
+fn queues_and_tables_are_encrypted_and_dead_letters_kept_14_days() {
+    let t = template();
+    let mut failures = Vec::new();
+    let mut dlqs = BTreeSet::new();
+    for (_, r) in resources(&t) {
+        if let Some(target) = r
+            .get("Properties")
+            .and_then(|p| p.get("RedrivePolicy"))
+            .and_then(|p| p.get("deadLetterTargetArn"))
+        {
+            dlqs.insert(resource_ref(target).trim_end_matches(".Arn").to_string());
+        }
+    }
+    assert!(!dlqs.is_empty(), "the queue has no dead-letter queue");
+    for (name, r) in resources(&t) {
+        let name = str_of(name);
+        let kind = r.get("Type").map(str_of).unwrap_or_default();
+        let props = r.get("Properties");
+        let prop = |k: &str| props.and_then(|p| p.get(k));
+        match kind.as_str() {
+            "AWS::DynamoDB::Table" => {
+                let sse = prop("SSESpecification")
+                    .and_then(|s| s.get("SSEEnabled"))
+                    .map(str_of);
+                if sse.as_deref() != Some("true") {
+                    failures.push(format!("table {name}: SSESpecification.SSEEnabled is not true"));
+                }
+            }
+            "AWS::SQS::Queue" => {
+                let managed = prop("SqsManagedSseEnabled").map(str_of);
+                if managed.as_deref() != Some("true") && prop("KmsMasterKeyId").is_none() {
+                    failures.push(format!("queue {name}: neither SqsManagedSseEnabled nor a KMS key"));
+                }
+                if dlqs.contains(&name) {
+                    let retention = prop("MessageRetentionPeriod").map(str_of);
+                    if retention.as_deref() != Some("1209600") {
+                        failures.push(format!(
+                            "dead-letter queue {name}: MessageRetentionPeriod {retention:?}, not 1209600 (14 days)"
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
