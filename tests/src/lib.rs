@@ -1,4 +1,5 @@
 //! Helpers shared by the cross-part tests.
 
 pub mod differential;
+pub mod fault;
 pub mod textdiff;

@@ -1,0 +1,334 @@
+//! The fault layer: an HTTP connector between the functions' SDK clients and the moto server.
+//! Each invocation gets its own [`InvocationFaults`]: it answers some requests with a canned
+//! throttle, conflict or send failure without sending them, lets some through and loses their
+//! answer (a timeout after the service acted), and models a crash: from a chosen point on,
+//! every request of that invocation fails, as if the process had died there.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::body::SdkBody;
+
+use super::stats::{FaultKind, Stats};
+
+/// Where an invocation dies.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Crash {
+    /// Just before the `nth` (1-based) request of `op` is sent (e.g. before the commit).
+    Before { op: &'static str, nth: usize },
+    /// Just after the `nth` request of `op` succeeded (the commit, a send, a child's create).
+    After { op: &'static str, nth: usize },
+    /// After `nth` requests of any kind: Lambda's timeout killing the invocation mid-batch.
+    AfterRequests { nth: usize },
+}
+
+/// Chances (0..1) of the transient faults, per request.
+#[derive(Clone, Debug)]
+pub struct Rates {
+    pub throttle: f64,
+    pub transaction_conflict: f64,
+    pub sqs_failure: f64,
+    pub timeout: f64,
+}
+
+impl Rates {
+    pub const NONE: Rates = Rates {
+        throttle: 0.0,
+        transaction_conflict: 0.0,
+        sqs_failure: 0.0,
+        timeout: 0.0,
+    };
+}
+
+/// One invocation's faults: its plan, its RNG, what it has seen.
+pub struct InvocationFaults {
+    rng: Mutex<fastrand::Rng>,
+    rates: Rates,
+    crash: Option<(Crash, FaultKind)>,
+    crashed: AtomicBool,
+    seen: Mutex<HashMap<String, usize>>,
+    requests: Mutex<usize>,
+    /// Requests still to fail of a burst (the SDK retries: a single fault is often absorbed).
+    burst: Mutex<usize>,
+    stats: Arc<Stats>,
+}
+
+impl InvocationFaults {
+    pub fn new(
+        seed: u64,
+        rates: Rates,
+        crash: Option<(Crash, FaultKind)>,
+        stats: Arc<Stats>,
+    ) -> Self {
+        InvocationFaults {
+            rng: Mutex::new(fastrand::Rng::with_seed(seed)),
+            rates,
+            crash,
+            crashed: AtomicBool::new(false),
+            seen: Mutex::new(HashMap::new()),
+            requests: Mutex::new(0),
+            burst: Mutex::new(0),
+            stats,
+        }
+    }
+
+    /// Whether the invocation died (its answer, if any, is ignored: nothing is deleted).
+    pub fn crashed(&self) -> bool {
+        self.crashed.load(Ordering::SeqCst)
+    }
+
+    fn die(&self) {
+        if !self.crashed.swap(true, Ordering::SeqCst) {
+            if let Some((_, kind)) = &self.crash {
+                self.stats.count(*kind);
+            }
+        }
+    }
+
+    fn chance(&self, p: f64) -> bool {
+        p > 0.0 && self.rng.lock().expect("rng lock").f64() < p
+    }
+
+    /// Decide a request's fate before it is sent; returns its index among `op`'s requests.
+    fn before(&self, op: &str) -> Result<usize, Decision> {
+        if self.crashed() {
+            return Err(Decision::Dead);
+        }
+        let nth = {
+            let mut seen = self.seen.lock().expect("seen lock");
+            let n = seen.entry(op.to_string()).or_default();
+            *n += 1;
+            *n
+        };
+        let total = {
+            let mut r = self.requests.lock().expect("requests lock");
+            *r += 1;
+            *r
+        };
+        match &self.crash {
+            Some((Crash::Before { op: o, nth: n }, _)) if *o == op && *n == nth => {
+                self.die();
+                return Err(Decision::Dead);
+            }
+            Some((Crash::AfterRequests { nth: n }, _)) if total > *n => {
+                self.die();
+                return Err(Decision::Dead);
+            }
+            _ => {}
+        }
+        {
+            let mut burst = self.burst.lock().expect("burst lock");
+            if *burst > 0 {
+                *burst -= 1;
+                return Err(Decision::Transient);
+            }
+        }
+        let r = &self.rates;
+        let fault = if is_dynamodb(op) {
+            if op == "TransactWriteItems" && self.chance(r.transaction_conflict) {
+                Some(FaultKind::TransactionConflict)
+            } else if self.chance(r.throttle) {
+                Some(FaultKind::Throttle)
+            } else {
+                None
+            }
+        } else if op.starts_with("SendMessage") && self.chance(r.sqs_failure) {
+            Some(FaultKind::SqsSendFailure)
+        } else {
+            None
+        };
+        if let Some(kind) = fault {
+            self.stats.count(kind);
+            // up to three more: sometimes the SDK's own retries run out and our code sees it
+            let extra = self.rng.lock().expect("rng lock").usize(0..=3);
+            *self.burst.lock().expect("burst lock") = extra;
+            return Err(Decision::Fail(kind));
+        }
+        if self.chance(r.timeout) {
+            self.stats.count(FaultKind::Timeout);
+            return Err(Decision::LoseAnswer);
+        }
+        Ok(nth)
+    }
+
+    fn after_success(&self, op: &str, nth: usize) {
+        if let Some((Crash::After { op: o, nth: n }, _)) = &self.crash {
+            if *o == op && *n == nth {
+                self.die();
+            }
+        }
+    }
+}
+
+enum Decision {
+    /// The invocation is dead: the request never leaves.
+    Dead,
+    /// The burst of the previous fault goes on (same kind as it, counted once).
+    Transient,
+    /// A canned service error, not sent.
+    Fail(FaultKind),
+    /// Sent, the service acts, the answer is lost (a timeout).
+    LoseAnswer,
+}
+
+fn is_dynamodb(op: &str) -> bool {
+    !op.starts_with("SendMessage")
+        && !matches!(
+            op,
+            "ReceiveMessage"
+                | "DeleteMessage"
+                | "DeleteMessageBatch"
+                | "ChangeMessageVisibility"
+                | "ChangeMessageVisibilityBatch"
+                | "GetQueueAttributes"
+                | "GetQueueUrl"
+        )
+}
+
+/// The operation of a request (`X-Amz-Target` of the JSON protocols both services speak).
+pub fn operation(request: &HttpRequest) -> String {
+    request
+        .headers()
+        .get("x-amz-target")
+        .and_then(|t| t.rsplit('.').next())
+        .unwrap_or("")
+        .to_string()
+}
+
+fn canned(kind: FaultKind, op: &str) -> HttpResponse {
+    let (status, body) = match kind {
+        FaultKind::TransactionConflict => (
+            400,
+            serde_json::json!({
+                "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                "Message": "Transaction cancelled (injected)",
+                "CancellationReasons": [{"Code": "TransactionConflict", "Message": "injected"}],
+            }),
+        ),
+        FaultKind::SqsSendFailure => (
+            500,
+            serde_json::json!({"__type": "com.amazonaws.sqs#InternalError", "message": "injected"}),
+        ),
+        _ => {
+            // DynamoDB's two throttling codes, alternating by operation name length
+            let code = if op.len() % 2 == 0 {
+                "ProvisionedThroughputExceededException"
+            } else {
+                "ThrottlingException"
+            };
+            (
+                400,
+                serde_json::json!({
+                    "__type": format!("com.amazonaws.dynamodb.v20120810#{code}"),
+                    "message": "injected",
+                }),
+            )
+        }
+    };
+    let mut resp = HttpResponse::new(
+        status.try_into().expect("a valid status"),
+        SdkBody::from(body.to_string()),
+    );
+    resp.headers_mut()
+        .insert("content-type", "application/x-amz-json-1.0");
+    resp
+}
+
+/// The HTTP client of one invocation's SDK clients.
+#[derive(Clone, Debug)]
+pub struct FaultyClient {
+    inner: SharedHttpClient,
+    faults: Arc<InvocationFaults>,
+}
+
+impl std::fmt::Debug for InvocationFaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InvocationFaults")
+            .field("crash", &self.crash)
+            .field("crashed", &self.crashed())
+            .finish()
+    }
+}
+
+impl FaultyClient {
+    pub fn shared(inner: SharedHttpClient, faults: Arc<InvocationFaults>) -> SharedHttpClient {
+        SharedHttpClient::new(FaultyClient { inner, faults })
+    }
+}
+
+impl HttpClient for FaultyClient {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(FaultyConnector {
+            inner: self.inner.http_connector(settings, components),
+            faults: Arc::clone(&self.faults),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct FaultyConnector {
+    inner: SharedHttpConnector,
+    faults: Arc<InvocationFaults>,
+}
+
+impl HttpConnector for FaultyConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let op = operation(&request);
+        let nth = match self.faults.before(&op) {
+            Ok(nth) => nth,
+            // not retryable: a dead process makes no more requests
+            Err(Decision::Dead) => {
+                return HttpConnectorFuture::ready(Err(ConnectorError::other(
+                    "the invocation crashed (injected)".into(),
+                    None,
+                )))
+            }
+            Err(Decision::Transient) | Err(Decision::Fail(_)) if op.starts_with("SendMessage") => {
+                return HttpConnectorFuture::ready(Ok(canned(FaultKind::SqsSendFailure, &op)))
+            }
+            Err(Decision::Fail(FaultKind::TransactionConflict)) => {
+                return HttpConnectorFuture::ready(Ok(canned(FaultKind::TransactionConflict, &op)))
+            }
+            Err(Decision::Transient) | Err(Decision::Fail(_)) => {
+                return HttpConnectorFuture::ready(Ok(canned(FaultKind::Throttle, &op)))
+            }
+            Err(Decision::LoseAnswer) => {
+                let sent = self.inner.call(request);
+                return HttpConnectorFuture::new(async move {
+                    let _ = sent.await;
+                    Err(ConnectorError::timeout(
+                        "the answer was lost (injected timeout)".into(),
+                    ))
+                });
+            }
+        };
+        let sent = self.inner.call(request);
+        let faults = Arc::clone(&self.faults);
+        HttpConnectorFuture::new(async move {
+            let response = sent.await?;
+            if faults.crashed() {
+                // died while this request was in flight: its answer is never read
+                return Err(ConnectorError::other(
+                    "the invocation crashed (injected)".into(),
+                    None,
+                ));
+            }
+            if response.status().is_success() {
+                faults.after_success(&op, nth);
+            }
+            Ok(response)
+        })
+    }
+}

@@ -1,0 +1,230 @@
+//! The storm's AWS side on the moto server: the tables, the idempotency table and the FIFO
+//! queues under a fresh prefix; clean clients for the harness itself (the event source, the
+//! clients that send, the checks); and, per invocation, the functions' own objects
+//! (`DynamoDbStore`, `SqsTransport`, `Idempotency`, `Worker`) on SDK clients whose HTTP goes
+//! through that invocation's fault layer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+};
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
+use harel_dynamodb::DynamoDbStore;
+use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
+use harel_lambda::{Config, Role, RuntimeDriver, Worker};
+use harel_model::Definition;
+use harel_runtime::ManualClock;
+use harel_sqs::SqsTransport;
+
+use super::connector::{FaultyClient, InvocationFaults};
+use super::FaultError;
+
+pub type StormWorker = Worker<DynamoDbStore, SqsTransport, RuntimeDriver, aws_sdk_dynamodb::Client>;
+
+/// The moto endpoint, or the reason the storm cannot run.
+pub fn endpoint() -> Result<String, FaultError> {
+    std::env::var("AWS_ENDPOINT_URL").map_err(|_| {
+        FaultError::Setup(
+            "AWS_ENDPOINT_URL is not set: run the storm under scripts/with-moto.sh (scripts/test.sh, scripts/storm.sh)"
+                .into(),
+        )
+    })
+}
+
+pub struct World {
+    pub sdk: aws_config::SdkConfig,
+    pub prefix: String,
+    pub queue_url: String,
+    pub dlq_url: String,
+    pub idempotency_table: String,
+    /// The harness's own clients: never faulted.
+    pub ddb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    /// The store as the checks read it.
+    pub store: DynamoDbStore,
+    pub clock: ManualClock,
+    definitions: Vec<Definition>,
+    inner_http: SharedHttpClient,
+    pub worker_concurrency: usize,
+}
+
+fn setup<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> FaultError + '_ {
+    move |e| FaultError::Setup(format!("{what}: {e}"))
+}
+
+impl World {
+    pub async fn new(clock: ManualClock, worker_concurrency: usize) -> Result<Self, FaultError> {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(endpoint()?)
+            .load()
+            .await;
+        let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let prefix = format!("storm{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+        let store = DynamoDbStore::new(ddb.clone(), &prefix).map_err(setup("prefix"))?;
+        store.ensure_tables().await.map_err(setup("tables"))?;
+        let idempotency_table = format!("{prefix}_idempotency");
+        ddb.create_table()
+            .table_name(&idempotency_table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name("id")
+                    .key_type(KeyType::Hash)
+                    .build()
+                    .map_err(setup("key schema"))?,
+            )
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name("id")
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .map_err(setup("attribute"))?,
+            )
+            .send()
+            .await
+            .map_err(|e| {
+                FaultError::Setup(format!(
+                    "idempotency table: {}",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
+                ))
+            })?;
+        let queue_url = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
+            .await
+            .map_err(setup("queue"))?;
+        let dlq_url = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
+            .await
+            .map_err(setup("dead-letter queue"))?;
+        // the SDK's default HTTP client, built explicitly so each invocation can wrap it
+        let inner_http = aws_smithy_http_client::Builder::new()
+            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                aws_smithy_http_client::tls::rustls_provider::CryptoMode::AwsLc,
+            ))
+            .build_https();
+        Ok(World {
+            sdk,
+            prefix,
+            queue_url,
+            dlq_url,
+            idempotency_table,
+            ddb,
+            sqs,
+            store,
+            clock,
+            definitions: harel_app::machines::definitions().map_err(setup("the app's machines"))?,
+            inner_http,
+            worker_concurrency,
+        })
+    }
+
+    /// The SDK clients of one invocation, through its fault layer. The SDK's standard retries
+    /// stay on (as in the functions) with short backoffs, so a storm does not sleep for them.
+    pub fn clients(
+        &self,
+        faults: &Arc<InvocationFaults>,
+    ) -> (aws_sdk_dynamodb::Client, aws_sdk_sqs::Client) {
+        let http = FaultyClient::shared(self.inner_http.clone(), Arc::clone(faults));
+        let retry = aws_smithy_types::retry::RetryConfig::standard()
+            .with_max_attempts(3)
+            .with_initial_backoff(Duration::from_millis(5))
+            .with_max_backoff(Duration::from_millis(40));
+        let timeouts = aws_smithy_types::timeout::TimeoutConfig::builder()
+            .operation_attempt_timeout(Duration::from_secs(10))
+            .build();
+        let ddb = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(&self.sdk)
+                .http_client(http.clone())
+                .retry_config(retry.clone())
+                .timeout_config(timeouts.clone())
+                .build(),
+        );
+        let sqs = aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::config::Builder::from(&self.sdk)
+                .http_client(http)
+                .retry_config(retry)
+                .timeout_config(timeouts)
+                .build(),
+        );
+        (ddb, sqs)
+    }
+
+    pub fn config(&self, role: Role) -> Config {
+        let env = [
+            ("AWS_REGION", "us-east-1".to_string()),
+            ("HAREL_TABLE_PREFIX", self.prefix.clone()),
+            ("HAREL_QUEUE_URL", self.queue_url.clone()),
+            ("HAREL_DLQ_URL", self.dlq_url.clone()),
+            ("IDEMPOTENCY_TABLE", self.idempotency_table.clone()),
+            (
+                "HAREL_WORKER_CONCURRENCY",
+                self.worker_concurrency.to_string(),
+            ),
+        ];
+        Config::from_lookup(role, |k| {
+            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        })
+        .expect("the storm's configuration is valid")
+    }
+
+    pub fn driver(&self) -> RuntimeDriver {
+        RuntimeDriver::new(self.definitions.clone(), harel_app::actions::actions())
+            .with_clock(Arc::new(self.clock.clone()))
+    }
+
+    /// What `harel_app::boot(Role::Worker)` builds, on this invocation's clients.
+    pub fn worker(&self, faults: &Arc<InvocationFaults>) -> Arc<StormWorker> {
+        let (ddb, sqs) = self.clients(faults);
+        let store = DynamoDbStore::new(ddb.clone(), &self.prefix).expect("a checked prefix");
+        let transport = SqsTransport::new(sqs, self.queue_url.clone())
+            .with_dead_letter_queue(self.dlq_url.clone());
+        let config = self.config(Role::Worker);
+        let layer = DynamoDbPersistenceLayer::new(ddb, self.idempotency_table.clone());
+        let settings = IdempotencyConfig::default()
+            .event_key_jmespath("messageId")
+            .expires_after_seconds(config.idempotency_expiry.as_secs());
+        let idempotency =
+            Idempotency::new(layer, settings, "harel_worker").expect("a valid idempotency setup");
+        Arc::new(Worker::new(
+            store,
+            transport,
+            self.driver(),
+            Some(idempotency),
+            config,
+        ))
+    }
+
+    /// A relay's or sweeper's store and transport, on this invocation's clients.
+    pub fn scheduled(&self, faults: &Arc<InvocationFaults>) -> (DynamoDbStore, SqsTransport) {
+        let (ddb, sqs) = self.clients(faults);
+        (
+            DynamoDbStore::new(ddb, &self.prefix).expect("a checked prefix"),
+            SqsTransport::new(sqs, self.queue_url.clone()),
+        )
+    }
+
+    /// Delete what the storm made (tables and queues), so long storms leave moto light.
+    pub async fn teardown(&self) {
+        for table in [
+            "executions",
+            "outbox",
+            "spawns",
+            "timers",
+            "processed",
+            "counters",
+            "trace",
+            "idempotency",
+        ] {
+            let _ = self
+                .ddb
+                .delete_table()
+                .table_name(format!("{}_{table}", self.prefix))
+                .send()
+                .await;
+        }
+        for url in [&self.queue_url, &self.dlq_url] {
+            let _ = self.sqs.delete_queue().queue_url(url.as_str()).send().await;
+        }
+    }
+}
