@@ -21,13 +21,6 @@ async fn main() -> Result<(), Error> {
         async move {
             let deadline = b.work_deadline(event.context.deadline);
             let report = relay(&b.store, &b.transport, &b.driver, deadline).await?;
-            tracing::info!(
-                published = report.delivered.published,
-                children_created = report.delivered.children_created,
-                passes = report.passes,
-                out_of_time = report.out_of_time,
-                "relay done"
-            );
             relay_metrics(&report, now_ms()).emit();
             Ok::<Value, Error>(json!({
                 "published": report.delivered.published,

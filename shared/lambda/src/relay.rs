@@ -34,13 +34,18 @@ pub async fn relay<S: ExecutionStore, T: Transport, D: Driver>(
         let spawns = store.pending_spawns().await?;
         let outbox = store.pending_outbox().await?;
         if spawns.is_empty() && outbox.is_empty() {
+            tracing::info!(
+                published = report.delivered.published,
+                children_created = report.delivered.children_created,
+                passes = report.passes,
+                "relay done"
+            );
             return Ok(report);
         }
         report.passes += 1;
         for entry in &spawns {
             if Instant::now() >= deadline {
-                report.out_of_time = true;
-                return Ok(report);
+                return Ok(out_of_time(report));
             }
             // a child's own start emits land in the outbox: the next pass publishes them
             if create_child(store, driver, entry).await?.is_some() {
@@ -55,13 +60,22 @@ pub async fn relay<S: ExecutionStore, T: Transport, D: Driver>(
             .collect();
         for chunk in entries.chunks(sqs_batch::MAX) {
             if Instant::now() >= deadline {
-                report.out_of_time = true;
-                return Ok(report);
+                return Ok(out_of_time(report));
             }
             let sent = publish_outbox(store, transport, chunk).await?;
             report.delivered.add(&sent);
         }
     }
+}
+
+fn out_of_time(mut report: RelayReport) -> RelayReport {
+    report.out_of_time = true;
+    tracing::warn!(
+        published = report.delivered.published,
+        children_created = report.delivered.children_created,
+        "relay stopped with work left: the time ran low"
+    );
+    report
 }
 
 /// The deadline of an invocation that must end `reserve` before Lambda's.

@@ -49,6 +49,7 @@ pub async fn fire_due<S: ExecutionStore, T: Transport>(
     report: &mut SweepReport,
 ) -> Result<(), SweepError> {
     let due = store.due_timers(now).await?;
+    let fired_before = report.fired;
     for chunk in due.chunks(sqs_batch::MAX) {
         let messages = chunk
             .iter()
@@ -75,6 +76,13 @@ pub async fn fire_due<S: ExecutionStore, T: Transport>(
                 .push(((now - t.fire_at) * 1000.0).max(0.0) as u64);
         }
         sent?;
+    }
+    if !due.is_empty() {
+        tracing::info!(
+            due = due.len(),
+            fired = report.fired - fired_before,
+            "timers fired"
+        );
     }
     Ok(())
 }
