@@ -27,12 +27,28 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Render a machine as PlantUML (default) or Mermaid
     Render(commands::render::RenderArgs),
-    /// List the machines, fragments and events a file declares
+    /// List a file's declarations, or (without a file) the stack's executions
     List(commands::list::ListArgs),
     /// Scaffold a starter .stm machine that validates and runs out of the box
     New(commands::new::NewArgs),
-    /// Print a stored execution
+    /// Show a stored execution: status, active states, children, armed timers
     Show(commands::show::ShowArgs),
+    /// Start an execution on the deployed stack (prints its id)
+    Create(commands::create::CreateArgs),
+    /// Send events to an execution on the deployed stack
+    Send(commands::send::SendArgs),
+    /// An execution's recorded steps as a timeline
+    Trace(commands::trace::TraceArgs),
+    /// Cancel an execution: cooperative when its machine models Cancel, forceful otherwise
+    Cancel(commands::control::CancelArgs),
+    /// Cancel an execution at once: no hooks run
+    Terminate(commands::control::ControlArgs),
+    /// Pause an execution (and its regions): its events wait on the queue
+    Suspend(commands::control::ControlArgs),
+    /// Continue a suspended execution where it stopped
+    Resume(commands::control::ControlArgs),
+    /// Bring a FAILED execution back at a leaf state, once its bug is fixed
+    Redrive(commands::control::RedriveArgs),
     /// Inspect idempotency keys and records (why was this message skipped?)
     #[command(subcommand)]
     Idempotency(commands::idempotency::IdempotencyCommand),
@@ -48,6 +64,24 @@ async fn main() -> ExitCode {
         Command::List(args) => commands::list::execute(args).await,
         Command::New(args) => commands::new::execute(args).await,
         Command::Show(args) => commands::show::execute(args).await,
+        Command::Create(args) => commands::create::execute(args).await,
+        Command::Send(args) => commands::send::execute(args).await,
+        Command::Trace(args) => commands::trace::execute(args).await,
+        Command::Cancel(args) => {
+            commands::control::execute(commands::control::Request::Cancel(args)).await
+        }
+        Command::Terminate(args) => {
+            commands::control::execute(commands::control::Request::Terminate(args)).await
+        }
+        Command::Suspend(args) => {
+            commands::control::execute(commands::control::Request::Suspend(args)).await
+        }
+        Command::Resume(args) => {
+            commands::control::execute(commands::control::Request::Resume(args)).await
+        }
+        Command::Redrive(args) => {
+            commands::control::execute(commands::control::Request::Redrive(args)).await
+        }
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,
     };
     match outcome {

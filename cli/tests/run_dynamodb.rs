@@ -67,7 +67,7 @@ fn run_creates_then_continues_an_execution_harel_python_can_read() {
     assert_eq!(ran["id"], "ord-1");
     assert_eq!(ran["active_path"], "Checkout.AwaitingPayment");
 
-    // show prints the stored document: the same one
+    // show --json carries the stored document: the same one
     let o = harel(&[
         "show",
         "ord-1",
@@ -75,10 +75,11 @@ fn run_creates_then_continues_an_execution_harel_python_can_read() {
         "dynamodb",
         "--table-prefix",
         &prefix,
+        "--json",
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let shown: Value = serde_json::from_str(text(&o.stdout).trim()).expect("JSON");
-    assert_eq!(shown, ran);
+    assert_eq!(shown["execution"], ran);
 
     // harel Python loads it, with its armed checkout timer
     let py = harel_python_read(&prefix, "ord-1");

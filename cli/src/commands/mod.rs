@@ -1,9 +1,17 @@
 //! One module per subcommand: its clap arguments and an `execute` that returns the exit code.
 
+pub mod active;
+pub mod clock;
+pub mod control;
+pub mod create;
 pub mod idempotency;
 pub mod list;
+pub mod machines;
 pub mod new;
 pub mod render;
 pub mod run;
+pub mod send;
 pub mod show;
+pub mod stack;
+pub mod trace;
 pub mod validate;

@@ -14,6 +14,11 @@ pub struct RenderArgs {
     /// Emit Mermaid stateDiagram-v2 instead
     #[arg(long)]
     mermaid: bool,
+    /// With --mermaid: highlight the active states of this stored execution
+    #[arg(long, value_name = "ID", requires = "mermaid")]
+    active: Option<String>,
+    #[command(flatten)]
+    stack: super::stack::StackArgs,
 }
 
 pub async fn execute(args: RenderArgs) -> anyhow::Result<ExitCode> {
@@ -22,6 +27,13 @@ pub async fn execute(args: RenderArgs) -> anyhow::Result<ExitCode> {
         mermaid::render(&defn)?
     } else {
         plantuml::render(&defn)?
+    };
+    let text = match &args.active {
+        Some(id) => {
+            let paths = super::active::active_states(&args.stack, id, &defn).await?;
+            super::active::highlight(&text, &defn, &paths)
+        }
+        None => text,
     };
     println!("{text}");
     Ok(ExitCode::SUCCESS)

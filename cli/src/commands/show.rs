@@ -1,11 +1,21 @@
-//! `harel show ID --store dynamodb --table-prefix P`: print a stored Execution document
-//! exactly as it is stored (the JSON harel Python reads and writes).
+//! `harel show ID`: a stored execution for people (its status, active configuration,
+//! context, its children and the timers armed for it and them), or with `--json` for scripts
+//! (`{"execution": ..., "children": [...], "timers": [...]}`, the documents as harel writes
+//! them).
 
 use std::process::ExitCode;
 
-use harel_dynamodb::DynamoDbStore;
+use anyhow::bail;
+use harel_dynamodb::codec::{get_f64, get_s};
+use harel_model::Execution;
+use harel_store::ExecutionStore;
+use serde::Serialize;
+use serde_json::json;
 
-/// Where executions live: the choice `show` and `run` share.
+use super::clock::{now, span, utc};
+use super::stack::{Stack, StackArgs};
+
+/// Where executions live: the choice `run` makes (and `show` accepts, for compatibility).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum StoreKind {
     /// In this process only: nothing outlives the command.
@@ -30,33 +40,181 @@ pub struct StoreArgs {
 pub struct ShowArgs {
     /// The execution id
     pub id: String,
+    /// Answer in JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Accepted for compatibility: `show` reads the stack's DynamoDB tables
+    #[arg(long, value_enum, hide = true)]
+    pub store: Option<StoreKind>,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub stack: StackArgs,
+}
+
+/// An armed timer: when `execution_id`'s state `path` times out.
+#[derive(Clone, Debug, Serialize)]
+pub struct Timer {
+    pub execution_id: String,
+    pub path: String,
+    pub fire_at: f64,
+}
+
+/// The timers armed for one execution (one Query on the timers table, keyed by it).
+pub async fn timers_of(stack: &Stack, execution_id: &str) -> anyhow::Result<Vec<Timer>> {
+    let table = stack.store.tables().timers();
+    let mut timers = Vec::new();
+    let mut start = None;
+    loop {
+        let resp = stack
+            .store
+            .client()
+            .query()
+            .table_name(&table)
+            .key_condition_expression("execution_id = :e")
+            .expression_attribute_values(":e", harel_dynamodb::codec::s(execution_id))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| {
+                let e = aws_sdk_dynamodb::error::DisplayErrorContext(e);
+                anyhow::anyhow!("reading the timers of {execution_id:?} from {table}: {e}")
+            })?;
+        for item in resp.items() {
+            timers.push(Timer {
+                execution_id: execution_id.to_string(),
+                path: get_s(item, "path")?.to_string(),
+                fire_at: get_f64(item, "fire_at")?,
+            });
+        }
+        start = resp.last_evaluated_key().cloned();
+        if start.is_none() {
+            break;
+        }
+    }
+    timers.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
+    Ok(timers)
+}
+
+/// The execution's children as stored, in the order the execution lists them (a child it
+/// lists but the store no longer has is left out).
+pub async fn children_of(stack: &Stack, exe: &Execution) -> anyhow::Result<Vec<Execution>> {
+    let mut children = Vec::new();
+    for cid in exe.children.keys() {
+        match stack.store.load(cid).await {
+            Ok(Some(child)) => children.push(child),
+            Ok(None) => {}
+            Err(e) => return Err(stack.explain(&format!("reading child {cid:?}"), e)),
+        }
+    }
+    Ok(children)
+}
+
+/// `Checkout > AwaitingPayment`: the active states, outermost first, of this execution's own
+/// branch.
+pub fn configuration(exe: &Execution) -> String {
+    match exe.active_path.as_deref() {
+        None | Some("") => "-".into(),
+        Some(path) => path.split('.').collect::<Vec<_>>().join(" > "),
+    }
+}
+
+fn line(label: &str, value: impl std::fmt::Display) {
+    println!("{label:<10} {value}");
+}
+
+fn print_text(exe: &Execution, children: &[Execution], timers: &[Timer]) {
+    let now = now();
+    line("execution", &exe.id);
+    line("machine", &exe.definition_id);
+    let status = match &exe.outcome {
+        Some(o) => format!("{} (outcome {o})", exe.status),
+        None => exe.status.to_string(),
+    };
+    line("status", status);
+    if let Some(error) = &exe.error {
+        line("error", error);
+    }
+    line("active", configuration(exe));
+    if !exe.root_path.is_empty() {
+        line("region", &exe.root_path);
+    }
+    if let Some(parent) = &exe.parent_id {
+        line("parent", parent);
+    }
+    line(
+        "context",
+        serde_json::to_string(&exe.context).unwrap_or_default(),
+    );
+    line("events", exe.processed_events);
+    line("version", exe.version);
+    if let Some(t) = exe.created_at {
+        line("created", utc(t));
+    }
+    if let Some(t) = exe.updated_at {
+        line("updated", format!("{} ({} ago)", utc(t), span(now - t)));
+    }
+    if let Some(t) = exe.finished_at {
+        line("finished", utc(t));
+    }
+    if let Some(t) = exe.expires_at {
+        line("expires", format!("{} (ttl)", utc(t)));
+    }
+    println!();
+    if children.is_empty() {
+        println!("children   none");
+    } else {
+        println!("children ({})", children.len());
+        let width = children.iter().map(|c| c.id.len()).max().unwrap_or(0);
+        for child in children {
+            let outcome = child
+                .outcome
+                .as_deref()
+                .map(|o| format!("  outcome {o}"))
+                .unwrap_or_default();
+            println!(
+                "  {:<width$}  {:<10}  {}{outcome}",
+                child.id,
+                child.status.as_str(),
+                configuration(child),
+            );
+        }
+    }
+    println!();
+    if timers.is_empty() {
+        println!("timers     none armed");
+    } else {
+        println!("timers ({})", timers.len());
+        for t in timers {
+            let when = if t.fire_at >= now {
+                format!("in {}", span(t.fire_at - now))
+            } else {
+                format!("due {} ago", span(now - t.fire_at))
+            };
+            let whose = if t.execution_id == exe.id {
+                String::new()
+            } else {
+                format!("  ({})", t.execution_id)
+            };
+            println!("  {:<24}  {}  {when}{whose}", t.path, utc(t.fire_at));
+        }
+    }
 }
 
 pub async fn execute(args: ShowArgs) -> anyhow::Result<ExitCode> {
-    match args.store.store {
-        StoreKind::Memory => anyhow::bail!(
-            "the in-memory store keeps nothing between commands: show an execution from a durable store (--store dynamodb --table-prefix P)"
-        ),
-        StoreKind::Dynamodb => {
-            let store = DynamoDbStore::from_env(&args.store.table_prefix).await?;
-            match store.load_raw(&args.id).await {
-                Ok(Some(json)) => {
-                    println!("{json}");
-                    Ok(ExitCode::SUCCESS)
-                }
-                Ok(None) => anyhow::bail!(
-                    "no execution {:?} in table {}",
-                    args.id,
-                    store.tables().executions()
-                ),
-                Err(e) => anyhow::bail!(
-                    "reading execution {:?} from table {}: {e}",
-                    args.id,
-                    store.tables().executions()
-                ),
-            }
-        }
+    if args.store == Some(StoreKind::Memory) {
+        bail!("the in-memory store keeps nothing between commands: show an execution from a durable store (--store dynamodb --table-prefix P)");
     }
+    let stack = args.stack.connect().await?;
+    let exe = stack.execution(&args.id).await?;
+    let children = children_of(&stack, &exe).await?;
+    let mut timers = timers_of(&stack, &exe.id).await?;
+    for child in &children {
+        timers.extend(timers_of(&stack, &child.id).await?);
+    }
+    if args.json {
+        let out = json!({"execution": exe, "children": children, "timers": timers});
+        println!("{out}");
+    } else {
+        print_text(&exe, &children, &timers);
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,109 @@
+//! `harel create MACHINE [--context JSON] [--id ID]`: start an execution on the deployed
+//! stack by sending harel-rs's create message (`harel:create`, group = the execution id) to
+//! its queue; the worker creates it and runs its start (and so its actions). Prints the id.
+//!
+//! A queue is required: creating the record directly in the store would run the machine's
+//! start, and its actions, in this process instead of in the worker.
+
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail};
+use harel_lambda::create_body;
+use harel_model::schema::{check_context, with_defaults};
+use harel_model::Object;
+use harel_sqs::{check_group_id, DedupeKey, Outgoing, Transport};
+use harel_store::ExecutionStore;
+use serde_json::{json, Value};
+
+use super::machines::MachineArgs;
+use super::stack::{StackArgs, AWS_HINT};
+
+#[derive(clap::Args)]
+pub struct CreateArgs {
+    /// The machine to start (its name, as compiled into the functions)
+    pub machine: String,
+    /// The initial context, a JSON object (the machine's defaults fill the rest)
+    #[arg(long, value_name = "JSON")]
+    pub context: Option<String>,
+    /// The execution id [default: a fresh one]; it is also the message group
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// Answer in JSON
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub stack: StackArgs,
+    #[command(flatten)]
+    pub machines: MachineArgs,
+}
+
+/// `raw` as a JSON object, or what is wrong with it.
+pub fn json_object(raw: &str, what: &str) -> anyhow::Result<Object> {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(o)) => Ok(o),
+        Ok(other) => bail!(
+            "{what} must be a JSON object, got {}",
+            harel_model::pyrepr::py_type_name(&other)
+        ),
+        Err(e) => bail!("{what} is not valid JSON ({e})"),
+    }
+}
+
+pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
+    let machines = args.machines.load()?;
+    let defn = machines.get(&args.machine)?;
+    let context = match &args.context {
+        Some(raw) => json_object(raw, "--context")?,
+        None => Object::new(),
+    };
+    // the worker would dead-letter a context its schema refuses: say so before sending
+    check_context(
+        &defn.context_schema,
+        &with_defaults(&defn.context_schema, &context),
+        true,
+    )
+    .map_err(|e| anyhow!("--context does not fit machine {}: {e}", defn.id))?;
+    let id = args
+        .id
+        .clone()
+        .unwrap_or_else(harel_engine::ids::new_event_id);
+    check_group_id(&id).map_err(|e| anyhow!("--id {id:?}: {e}"))?;
+
+    let stack = args.stack.connect().await?;
+    let transport = stack.transport(
+        "a create goes through the queue: the worker starts the execution and runs its actions",
+    )?;
+    if let Some(existing) = stack
+        .store
+        .load(&id)
+        .await
+        .map_err(|e| stack.explain(&format!("looking up {id:?}"), e))?
+    {
+        bail!(
+            "execution {id:?} already exists ({} machine {}): choose another --id",
+            existing.status,
+            existing.definition_id
+        );
+    }
+    let body = create_body(&defn.id, context, Some(&id));
+    // deterministic: the same create sent twice within SQS's five minutes is dropped
+    let dedupe = DedupeKey::Explicit(format!("create-{id}")).dedupe_id(&id, "");
+    let message = Outgoing::raw(id.clone(), dedupe, body)?;
+    transport.publish(message).await.map_err(|e| {
+        anyhow!(
+            "sending the create to {}: {e} ({AWS_HINT})",
+            transport.queue_url()
+        )
+    })?;
+    if args.json {
+        let out = json!({"execution_id": id, "machine": defn.id, "queued": true});
+        println!("{out}");
+    } else {
+        println!("{id}");
+        eprintln!(
+            "queued: the worker creates and starts {} {id} (harel show {id})",
+            defn.id
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

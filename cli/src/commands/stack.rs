@@ -1,0 +1,148 @@
+//! Where the deployed stack is, for the operator commands: the table prefix and the queue URL
+//! from the flags, else the CloudFormation stack's outputs (`--stack NAME`: `TablePrefix`,
+//! `QueueUrl`, as `template.yaml` declares them), else the variables the functions read
+//! (`HAREL_TABLE_PREFIX`, `HAREL_QUEUE_URL`). Region, credentials and `AWS_ENDPOINT_URL` come
+//! from the SDK's standard configuration.
+
+use anyhow::{anyhow, bail, Context};
+use aws_config::SdkConfig;
+use harel_dynamodb::DynamoDbStore;
+use harel_lambda::config::{QUEUE_URL, TABLE_PREFIX};
+use harel_model::Execution;
+use harel_sqs::SqsTransport;
+use harel_store::{ExecutionStore, StoreError};
+
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct StackArgs {
+    /// Read the table prefix and queue URL from this CloudFormation stack's outputs
+    #[arg(long, value_name = "NAME")]
+    pub stack: Option<String>,
+    /// The prefix of the DynamoDB tables ({prefix}_executions, ...) [default: the stack's
+    /// TablePrefix output, else HAREL_TABLE_PREFIX]
+    #[arg(long, value_name = "PREFIX")]
+    pub table_prefix: Option<String>,
+    /// The FIFO queue the worker reads [default: the stack's QueueUrl output, else
+    /// HAREL_QUEUE_URL]
+    #[arg(long, value_name = "URL")]
+    pub queue_url: Option<String>,
+}
+
+/// A connected stack: its store, and its queue when one is configured.
+pub struct Stack {
+    pub sdk: SdkConfig,
+    pub store: DynamoDbStore,
+    queue_url: Option<String>,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The hint every AWS failure carries: what to check.
+pub const AWS_HINT: &str =
+    "check AWS_REGION, the credentials and AWS_ENDPOINT_URL (is AWS, or the emulator, reachable?)";
+
+impl StackArgs {
+    pub async fn connect(&self) -> anyhow::Result<Stack> {
+        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        if sdk.region().is_none() {
+            bail!("no AWS region: set AWS_REGION (or a profile's region)");
+        }
+        let mut prefix = self.table_prefix.clone();
+        let mut queue_url = self.queue_url.clone();
+        if let Some(name) = &self.stack {
+            let outputs = stack_outputs(&sdk, name).await?;
+            let output = |key: &str| {
+                outputs
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.clone())
+            };
+            prefix = prefix.or_else(|| output("TablePrefix"));
+            queue_url = queue_url.or_else(|| output("QueueUrl"));
+            if prefix.is_none() {
+                bail!("stack {name:?} has no TablePrefix output: is it a harel stack (template.yaml)? or pass --table-prefix");
+            }
+        }
+        let prefix = prefix.or_else(|| env(TABLE_PREFIX)).ok_or_else(|| {
+            anyhow!("no table prefix: pass --table-prefix PREFIX or --stack NAME, or set {TABLE_PREFIX} as the functions do")
+        })?;
+        let queue_url = queue_url.or_else(|| env(QUEUE_URL));
+        let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
+            .with_context(|| format!("table prefix {prefix:?}"))?;
+        Ok(Stack {
+            sdk,
+            store,
+            queue_url,
+        })
+    }
+}
+
+async fn stack_outputs(sdk: &SdkConfig, name: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let client = aws_sdk_cloudformation::Client::new(sdk);
+    let resp = client
+        .describe_stacks()
+        .stack_name(name)
+        .send()
+        .await
+        .map_err(|e| {
+            let e = aws_sdk_cloudformation::error::DisplayErrorContext(e);
+            anyhow!("reading the outputs of stack {name:?}: {e} ({AWS_HINT}; is the stack deployed in this region?)")
+        })?;
+    let stack = resp
+        .stacks()
+        .first()
+        .ok_or_else(|| anyhow!("no stack {name:?} in this region"))?;
+    Ok(stack
+        .outputs()
+        .iter()
+        .filter_map(|o| Some((o.output_key()?.to_string(), o.output_value()?.to_string())))
+        .collect())
+}
+
+impl Stack {
+    /// The queue, or what to do to name one.
+    pub fn transport(&self, why: &str) -> anyhow::Result<SqsTransport> {
+        let url = self.queue_url.as_deref().ok_or_else(|| {
+            anyhow!("no queue URL ({why}): pass --queue-url URL or --stack NAME, or set {QUEUE_URL} as the functions do")
+        })?;
+        Ok(SqsTransport::new(aws_sdk_sqs::Client::new(&self.sdk), url))
+    }
+
+    pub fn has_queue(&self) -> bool {
+        self.queue_url.is_some()
+    }
+
+    pub fn executions_table(&self) -> String {
+        self.store.tables().executions()
+    }
+
+    /// A store failure, with what to check.
+    pub fn explain(&self, doing: &str, e: StoreError) -> anyhow::Error {
+        let hint = match &e {
+            StoreError::Conflict { .. } | StoreError::AlreadyExists(_) => "",
+            StoreError::Corrupt(_) => " (the record does not read as a harel Execution)",
+            _ if e.to_string().contains("ResourceNotFound") => {
+                " (no such table: check --table-prefix / --stack)"
+            }
+            _ => "",
+        };
+        if hint.is_empty() && !matches!(e, StoreError::Conflict { .. }) {
+            anyhow!("{doing}: {e} ({AWS_HINT})")
+        } else {
+            anyhow!("{doing}: {e}{hint}")
+        }
+    }
+
+    /// The execution, or an error naming the table it is not in.
+    pub async fn execution(&self, id: &str) -> anyhow::Result<Execution> {
+        match self.store.load(id).await {
+            Ok(Some(exe)) => Ok(exe),
+            Ok(None) => bail!(
+                "no execution {id:?} in table {}: check the id, --table-prefix or --stack",
+                self.executions_table()
+            ),
+            Err(e) => Err(self.explain(&format!("reading execution {id:?}"), e)),
+        }
+    }
+}

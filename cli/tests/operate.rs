@@ -1,0 +1,534 @@
+//! The operator commands against a stack on the moto server
+//! (`scripts/with-moto.sh cargo test -p harel-cli --test operate`): the built `harel` binary
+//! creates, sends, shows, lists, traces and controls executions that an in-process worker
+//! (the functions' own logic, on the same tables and queue) runs; text and `--json`.
+
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::Duration;
+
+use harel_dynamodb::DynamoDbStore;
+use harel_lambda::{Config, Record, Role, RuntimeDriver, Worker};
+use harel_runtime::DurableRunner;
+use harel_sqs::SqsTransport;
+use harel_store::ExecutionStore;
+use serde_json::Value;
+
+const CONTROL_MACHINES: &str = "../shared/control/tests/machines/control.stm";
+const ORDER: &str = "../functions/app/machines/order.stm";
+
+fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").expect(
+        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
+    )
+}
+
+type TestWorker =
+    Worker<DynamoDbStore, SqsTransport, RuntimeDriver, harel_idempotency::MemoryClient>;
+
+struct Stack {
+    prefix: String,
+    queue: String,
+    source: SqsTransport,
+    worker: Arc<TestWorker>,
+    store: DynamoDbStore,
+    sdk: aws_config::SdkConfig,
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+impl Stack {
+    async fn new() -> Stack {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(endpoint())
+            .load()
+            .await;
+        let prefix = format!("op{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let store =
+            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
+        store.ensure_tables().await.expect("tables");
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
+            .await
+            .expect("queue");
+        let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
+            .await
+            .expect("dlq");
+        let env = [
+            ("AWS_REGION", "us-east-1".to_string()),
+            ("HAREL_TABLE_PREFIX", prefix.clone()),
+            ("HAREL_QUEUE_URL", queue.clone()),
+            ("HAREL_DLQ_URL", dlq.clone()),
+            ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
+            ("HAREL_SUSPEND_RECHECK_SECONDS", "0".to_string()),
+        ];
+        let config = Config::from_lookup(Role::Worker, |k| {
+            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        })
+        .expect("config");
+        // the functions' machines, plus the control-plane test machines (given to the CLI
+        // with --machines)
+        let mut definitions = harel_app::machines::definitions().expect("app machines");
+        let source = std::fs::read_to_string(CONTROL_MACHINES).expect("control.stm");
+        for name in ["Job", "Plain", "Split"] {
+            definitions.push(harel_lang::load_str(&source, Some(name), "control.stm").expect(name));
+        }
+        let driver = RuntimeDriver::new(definitions, harel_app::actions::actions());
+        let worker_store =
+            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
+        let transport = SqsTransport::new(sqs.clone(), &queue).with_dead_letter_queue(&dlq);
+        let worker = Arc::new(Worker::new(worker_store, transport, driver, None, config));
+        Stack {
+            source: SqsTransport::new(sqs, &queue),
+            prefix,
+            queue,
+            worker,
+            store,
+            sdk,
+        }
+    }
+
+    /// `harel ARGS --table-prefix P --queue-url Q`, with nothing from the caller's
+    /// HAREL_* environment.
+    fn harel(&self, args: &[&str]) -> Output {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--table-prefix", &self.prefix, "--queue-url", &self.queue]);
+        bare(&all)
+    }
+
+    /// Run it and expect success; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.harel(args);
+        assert!(
+            out.status.success(),
+            "harel {args:?} failed: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.ok(&all);
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"))
+    }
+
+    /// What the worker does with everything on the queue.
+    async fn pump(&self) {
+        for _ in 0..20 {
+            let got = self
+                .source
+                .receive(10, Duration::ZERO, Duration::from_secs(30))
+                .await
+                .expect("receive");
+            if got.is_empty() {
+                return;
+            }
+            let records = got
+                .iter()
+                .map(|m| Record {
+                    message_id: m.message_id.clone(),
+                    receipt_handle: m.receipt_handle.clone(),
+                    group_id: Some(m.group_id.clone()),
+                    body: m.body.clone(),
+                })
+                .collect();
+            let outcome = self.worker.handle_batch(records, None).await;
+            assert!(outcome.failed_ids().is_empty(), "{:?}", outcome.records);
+            for m in &got {
+                self.source
+                    .delete(self.source.queue_url(), &m.receipt_handle)
+                    .await
+                    .expect("delete");
+            }
+        }
+        panic!("the queue never drained");
+    }
+
+    async fn queued(&self) -> usize {
+        let got = self
+            .source
+            .receive(10, Duration::ZERO, Duration::ZERO)
+            .await
+            .expect("receive");
+        got.len()
+    }
+}
+
+fn bare(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harel"))
+        .args(args)
+        .env_remove("HAREL_TABLE_PREFIX")
+        .env_remove("HAREL_QUEUE_URL")
+        .output()
+        .expect("harel runs")
+}
+
+fn has(haystack: &str, needle: &str) {
+    assert!(haystack.contains(needle), "{needle:?} not in:\n{haystack}");
+}
+
+#[tokio::test]
+async fn create_send_show_list_and_render_an_order() {
+    let stack = Stack::new().await;
+    let out = stack.ok(&[
+        "create",
+        "Order",
+        "--id",
+        "ord-1",
+        "--context",
+        r#"{"items": 2}"#,
+    ]);
+    assert_eq!(out, "ord-1\n", "create prints the id alone");
+    assert_eq!(
+        stack.queued().await,
+        1,
+        "the create is a message, not a write"
+    );
+    stack.pump().await;
+    let out = stack.ok(&["send", "ord-1", "-e", "PlaceOrder"]);
+    has(&out, "sent PlaceOrder to ord-1");
+    stack.pump().await;
+
+    let shown = stack.ok(&["show", "ord-1"]);
+    for needle in [
+        "execution  ord-1",
+        "machine    Order",
+        "status     RUNNING",
+        "active     Checkout > AwaitingPayment",
+        "\"items\":2",
+        "children   none",
+        "timers (1)",
+        "  Checkout ",
+    ] {
+        has(&shown, needle);
+    }
+    let doc = stack.json(&["show", "ord-1"]);
+    assert_eq!(doc["execution"]["status"], "RUNNING");
+    assert_eq!(doc["execution"]["active_path"], "Checkout.AwaitingPayment");
+    assert_eq!(doc["execution"]["context"]["items"], 2);
+    assert_eq!(doc["children"], serde_json::json!([]));
+    assert_eq!(doc["timers"][0]["path"], "Checkout");
+    assert_eq!(doc["timers"][0]["execution_id"], "ord-1");
+    let created = doc["execution"]["updated_at"].as_f64().expect("stamped");
+    let fire_at = doc["timers"][0]["fire_at"].as_f64().expect("fire_at");
+    assert!(
+        (fire_at - (created + 900.0)).abs() < 1.0,
+        "checkout's 900 s: {fire_at}"
+    );
+
+    // the machine drawn with the execution's active states highlighted
+    let drawn = stack.ok(&["render", ORDER, "--mermaid", "--active", "ord-1"]);
+    has(&drawn, "stateDiagram-v2");
+    has(&drawn, "classDef active");
+    assert!(
+        drawn
+            .trim_end()
+            .ends_with("class Checkout,Checkout_AwaitingPayment active"),
+        "{drawn}"
+    );
+
+    // three more orders, one of them finished: filters and paging
+    for id in ["ord-2", "ord-3"] {
+        stack.ok(&["create", "Order", "--id", id]);
+    }
+    stack.pump().await;
+    stack.ok(&["send", "ord-3", "-e", "CancelOrder"]);
+    stack.pump().await;
+    let listed = stack.ok(&["list", "--machine", "Order"]);
+    has(&listed, "ID");
+    has(&listed, "STATUS");
+    for id in ["ord-1", "ord-2", "ord-3"] {
+        has(&listed, id);
+    }
+    let done = stack.json(&["list", "--status", "DONE"]);
+    let ids: Vec<&str> = done["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["ord-3"]);
+    assert_eq!(done["items"][0]["outcome"], "cancelled");
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..5 {
+        let mut args = vec!["list", "--roots", "--limit", "1"];
+        if let Some(c) = &cursor {
+            args.extend(["--cursor", c.as_str()]);
+        }
+        let page = stack.json(&args);
+        let items = page["items"].as_array().expect("items").clone();
+        assert!(items.len() <= 1);
+        seen.extend(
+            items
+                .iter()
+                .filter_map(|i| i["id"].as_str().map(String::from)),
+        );
+        cursor = page["next_cursor"].as_str().map(String::from);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        ["ord-1", "ord-2", "ord-3"],
+        "every root, one page at a time"
+    );
+    let paged = stack.ok(&["list", "--limit", "1"]);
+    has(&paged, "more: repeat with --cursor ");
+
+    // the file form still lists declarations
+    let declared = bare(&["list", ORDER]);
+    has(&text(&declared.stdout), "machines:  Order");
+}
+
+#[tokio::test]
+async fn control_commands_answer_in_text_and_json() {
+    let stack = Stack::new().await;
+    let machines = ["--machines", CONTROL_MACHINES];
+    let id = stack
+        .ok(&[
+            "create",
+            "Split",
+            "--id",
+            "split-1",
+            machines[0],
+            machines[1],
+        ])
+        .trim()
+        .to_string();
+    stack.pump().await;
+    let doc = stack.json(&["show", &id]);
+    let regions: Vec<String> = doc["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .filter_map(|c| c["id"].as_str().map(String::from))
+        .collect();
+    assert_eq!(regions.len(), 2, "{doc}");
+    let shown = stack.ok(&["show", &id]);
+    has(&shown, "children (2)");
+    has(&shown, "Both > Left > L1");
+
+    let out = stack.ok(&["suspend", &id]);
+    has(&out, "suspend split-1: RUNNING -> SUSPENDED");
+    assert_eq!(out.matches("  region ").count(), 2, "{out}");
+    let out = stack.ok(&["suspend", &id]);
+    has(&out, "suspend split-1: nothing to do (it is SUSPENDED)");
+    let doc = stack.json(&["resume", &id]);
+    assert_eq!(doc["command"], "resume");
+    assert_eq!(doc["changed"], true);
+    assert_eq!(doc["status"], "RUNNING");
+    assert_eq!(doc["steps"].as_array().map(Vec::len), Some(3));
+    assert_eq!(doc["steps"][0]["from_status"], "SUSPENDED");
+    assert_eq!(doc["steps"][0]["cause"], "control");
+
+    let drawn = stack.ok(&[
+        "render",
+        CONTROL_MACHINES,
+        "Split",
+        "--mermaid",
+        "--active",
+        &id,
+    ]);
+    assert!(
+        drawn
+            .trim_end()
+            .ends_with("class Both,Both_Left,Both_Left_L1,Both_Right,Both_Right_R1 active"),
+        "{drawn}"
+    );
+
+    // cooperative: the Cancel goes on the queue with the command, the worker cleans up
+    let doc = stack.json(&["cancel", &id, machines[0], machines[1]]);
+    assert_eq!(doc["mode"], "cooperative");
+    assert_eq!(doc["status"], "CANCELLING");
+    assert_eq!(doc["published"], true);
+    assert_eq!(doc["enqueued"][0]["event"]["kind"], "Cancel");
+    assert!(
+        stack
+            .store
+            .pending_outbox()
+            .await
+            .expect("outbox")
+            .is_empty(),
+        "published and acked: nothing left for the relay"
+    );
+    stack.pump().await;
+    let doc = stack.json(&["show", &id]);
+    assert_eq!(doc["execution"]["status"], "DONE");
+    assert_eq!(doc["execution"]["outcome"], "cancelled");
+    assert_eq!(doc["execution"]["context"]["cleanups"], 1);
+    for child in doc["children"].as_array().expect("children") {
+        assert_eq!(child["status"], "CANCELLED");
+    }
+
+    // forceful, in text; then terminate of a finished execution is a no-op
+    stack.ok(&[
+        "create",
+        "Plain",
+        "--id",
+        "plain-1",
+        machines[0],
+        machines[1],
+    ]);
+    stack.pump().await;
+    let out = stack.ok(&["cancel", "plain-1", machines[0], machines[1]]);
+    has(&out, "cancel plain-1: RUNNING -> CANCELLED, forceful");
+    let out = stack.ok(&["terminate", "plain-1"]);
+    has(&out, "terminate plain-1: nothing to do (it is CANCELLED)");
+    stack.ok(&["create", "Job", "--id", "job-1", machines[0], machines[1]]);
+    stack.pump().await;
+    let out = stack.ok(&["terminate", "job-1"]);
+    has(&out, "terminate job-1: RUNNING -> CANCELLED");
+    let out = stack.harel(&["send", "job-1", "-e", "Step"]);
+    assert!(!out.status.success());
+    has(
+        &text(&out.stderr),
+        "job-1 is CANCELLED: the worker would drop these events",
+    );
+}
+
+#[tokio::test]
+async fn trace_prints_a_timeline() {
+    let stack = Stack::new().await;
+    // the functions do not write the trace yet: a traced runner on the same tables does
+    let defn = harel_lang::load_file(ORDER.as_ref(), Some("Order")).expect("order");
+    let traced = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&stack.sdk), &stack.prefix)
+        .expect("prefix");
+    let runner = DurableRunner::new(traced, [defn])
+        .with_registry(harel_app::actions::actions())
+        .with_trace(true);
+    runner
+        .create("Order", None, Some("traced-1"))
+        .await
+        .expect("create");
+    for kind in ["PlaceOrder", "PaymentAuthorized"] {
+        runner
+            .process("traced-1", &harel_model::Event::new(kind))
+            .await
+            .expect(kind);
+    }
+    let out = stack.ok(&["trace", "traced-1"]);
+    has(&out, "traced-1 (Order, RUNNING): 3 steps");
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    has(lines[0], "Start");
+    has(lines[0], "- -> Cart");
+    has(lines[1], "PlaceOrder");
+    has(lines[1], "Cart -> Checkout.AwaitingPayment");
+    has(lines[2], "Checkout.AwaitingPayment -> Fulfilment.Packing");
+    has(&out, "actions  order_actions.reserve_stock");
+    let doc = stack.json(&["trace", "traced-1"]);
+    assert_eq!(doc["steps"].as_array().map(Vec::len), Some(3));
+    assert_eq!(doc["steps"][1]["event_kind"], "PlaceOrder");
+
+    stack.ok(&["create", "Order", "--id", "untraced"]);
+    stack.pump().await;
+    let out = stack.ok(&["trace", "untraced"]);
+    has(&out, "0 steps");
+    has(&out, "no trace recorded");
+}
+
+#[tokio::test]
+async fn failures_say_what_to_fix() {
+    let stack = Stack::new().await;
+    let err = |out: Output| {
+        assert!(!out.status.success(), "{}", text(&out.stdout));
+        text(&out.stderr)
+    };
+    has(
+        &err(stack.harel(&["show", "nobody"])),
+        &format!(
+            "no execution \"nobody\" in table {}_executions",
+            stack.prefix
+        ),
+    );
+    has(
+        &err(stack.harel(&["suspend", "nobody"])),
+        "no execution \"nobody\"",
+    );
+    has(
+        &err(stack.harel(&["create", "Nope"])),
+        "unknown machine \"Nope\": the functions run",
+    );
+    has(
+        &err(stack.harel(&["create", "Order", "--context", "[1]"])),
+        "--context must be a JSON object",
+    );
+    has(
+        &err(stack.harel(&["create", "Order", "--context", r#"{"items": "many"}"#])),
+        "--context does not fit machine Order",
+    );
+    has(
+        &err(bare(&["create", "Order", "--table-prefix", &stack.prefix])),
+        "no queue URL",
+    );
+    has(
+        &err(bare(&["show", "x"])),
+        "no table prefix: pass --table-prefix PREFIX or --stack NAME, or set HAREL_TABLE_PREFIX",
+    );
+    has(
+        &err(stack.harel(&["send", "x", "-e", "+30s"])),
+        "a clock step only means something to `harel run`",
+    );
+    // the configuration the functions read works too
+    let out = Command::new(env!("CARGO_BIN_EXE_harel"))
+        .args(["create", "Order", "--id", "env-1"])
+        .env("HAREL_TABLE_PREFIX", &stack.prefix)
+        .env("HAREL_QUEUE_URL", &stack.queue)
+        .output()
+        .expect("harel runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    stack.pump().await;
+    has(
+        &err(stack.harel(&["create", "Order", "--id", "env-1"])),
+        "execution \"env-1\" already exists",
+    );
+    // nothing listening where AWS is said to be
+    let out = Command::new(env!("CARGO_BIN_EXE_harel"))
+        .args(["show", "x", "--table-prefix", "p"])
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+        .output()
+        .expect("harel runs");
+    has(
+        &err(out),
+        "check AWS_REGION, the credentials and AWS_ENDPOINT_URL",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_harel"))
+        .args(["show", "x", "--stack", "no-such-stack"])
+        .output()
+        .expect("harel runs");
+    has(&err(out), "reading the outputs of stack \"no-such-stack\"");
+}
+
+#[tokio::test]
+async fn stack_outputs_name_the_tables_and_the_queue() {
+    let stack = Stack::new().await;
+    let name = format!("harel-{}", stack.prefix);
+    let template = serde_json::json!({
+        "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+        "Outputs": {
+            "TablePrefix": {"Value": stack.prefix},
+            "QueueUrl": {"Value": stack.queue},
+        }
+    });
+    aws_sdk_cloudformation::Client::new(&stack.sdk)
+        .create_stack()
+        .stack_name(&name)
+        .template_body(template.to_string())
+        .send()
+        .await
+        .expect("create stack");
+    let out = bare(&["create", "Order", "--id", "st-1", "--stack", &name]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    stack.pump().await;
+    let out = bare(&["show", "st-1", "--stack", &name, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_str(text(&out.stdout).trim()).expect("JSON");
+    assert_eq!(doc["execution"]["active_path"], "Cart");
+}
