@@ -3,9 +3,12 @@
 //! harel's `TransportDriverLogic._flush_flow`, split so that the worker delivers exactly what
 //! its own commit enqueued and the relay drains whatever a crash left behind.
 
+use harel_engine::invoke::INVOKE_FQN_KEY;
+use harel_model::schema::with_defaults;
 use harel_model::{Event, Execution};
 use harel_sqs::{DedupeKey, Outgoing, Transport, TransportError};
 use harel_store::{ExecutionStore, SpawnEntry, StoreError};
+use serde_json::Value;
 
 use crate::driver::{DriveError, Driver, Stepped};
 
@@ -44,8 +47,12 @@ impl Delivered {
 }
 
 /// Create the child of one spawn entry and run its start, unless it exists already (a
-/// crash-and-retry re-runs the fork: the child's progress is kept). Returns what the child's
-/// start enqueued.
+/// crash-and-retry re-runs the fork: the child's progress is kept). A region runs its
+/// parent's machine with what the fork passed down; a submachine child (its spawn carries
+/// `__invoke_fqn__`) runs the machine compiled in under that FQN, with that machine's
+/// context defaults, and records the FQN (harel's `_create_spawn_flow`). An FQN this function
+/// does not have is an error that loses nothing: the spawn stays pending. Returns what the
+/// child's start enqueued.
 pub async fn create_child<S: ExecutionStore, D: Driver>(
     store: &S,
     driver: &D,
@@ -59,19 +66,37 @@ pub async fn create_child<S: ExecutionStore, D: Driver>(
         parent_id: entry.parent_id.clone(),
         reason,
     };
-    if entry.context.contains_key("__invoke_fqn__") {
-        return Err(spawn_error(
-            "submachine `invoke` children are not supported yet".into(),
-        ));
-    }
-    // a region runs its parent's machine and inherits its priority (harel)
+    let mut context = entry.context.clone();
+    let submachine = match context.shift_remove(INVOKE_FQN_KEY) {
+        None => None,
+        Some(Value::String(fqn)) => {
+            let defn = driver.definition(&fqn).ok_or_else(|| {
+                spawn_error(format!(
+                    "invoke {fqn:?}: no machine compiled into this function has that FQN"
+                ))
+            })?;
+            context = with_defaults(&defn.context_schema, &context);
+            Some((defn.id.clone(), fqn))
+        }
+        Some(other) => {
+            return Err(spawn_error(format!(
+                "{INVOKE_FQN_KEY} is not a machine name: {other}"
+            )))
+        }
+    };
+    // a child inherits its parent's priority (harel)
     let parent = store
         .load(&entry.parent_id)
         .await?
         .ok_or_else(|| spawn_error("the parent execution is gone".into()))?;
-    let mut child = Execution::new(parent.definition_id.clone()).with_id(entry.child_id.clone());
+    let (definition_id, fqn) = match submachine {
+        Some((id, fqn)) => (id, Some(fqn)),
+        None => (parent.definition_id.clone(), None),
+    };
+    let mut child = Execution::new(definition_id).with_id(entry.child_id.clone());
+    child.definition_fqn = fqn;
     child.root_path = entry.root_path.clone();
-    child.context = entry.context.clone();
+    child.context = context;
     child.parent_id = Some(entry.parent_id.clone());
     child.child_id = Some(entry.child_id.clone());
     child.priority = parent.priority;
@@ -138,6 +163,9 @@ pub async fn deliver_stepped<S: ExecutionStore, T: Transport, D: Driver>(
     stepped: Stepped,
 ) -> Result<Delivered, DeliverError> {
     let mut report = Delivered::default();
+    // a spawn that cannot be created (an unknown submachine FQN) stays pending for the relay
+    // and the operator; the rest of the chain is still delivered, then its error returned
+    let mut failed: Option<DeliverError> = None;
     let mut work = vec![(parent_id.to_string(), stepped)];
     while let Some((owner, stepped)) = work.pop() {
         if !stepped.spawns.is_empty() {
@@ -151,9 +179,17 @@ pub async fn deliver_stepped<S: ExecutionStore, T: Transport, D: Driver>(
                     // already delivered by a concurrent relay
                     continue;
                 };
-                if let Some(child) = create_child(store, driver, entry).await? {
-                    report.children_created += 1;
-                    work.push((entry.child_id.clone(), child));
+                match create_child(store, driver, entry).await {
+                    Ok(Some(child)) => {
+                        report.children_created += 1;
+                        work.push((entry.child_id.clone(), child));
+                    }
+                    Ok(None) => {}
+                    Err(e @ DeliverError::Spawn { .. }) => {
+                        failed.get_or_insert(e);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
                 }
                 store.ack_spawn(entry.seq).await?;
                 report.acked_spawns += 1;
@@ -164,5 +200,8 @@ pub async fn deliver_stepped<S: ExecutionStore, T: Transport, D: Driver>(
             report.add(&sent);
         }
     }
-    Ok(report)
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
 }

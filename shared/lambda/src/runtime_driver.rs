@@ -25,10 +25,8 @@ impl RuntimeDriver {
     /// `registry` should come from `ActionRegistry::with_stdlib()` plus the application's
     /// actions (`join all|any` needs `harel.lib.join_success`).
     pub fn new(definitions: Vec<Definition>, registry: ActionRegistry) -> Self {
-        let by_id = definitions
-            .iter()
-            .map(|d| (d.id.clone(), Arc::new(d.clone())))
-            .collect();
+        // inline and imported submachines too, by their FQN (a spawn names one of those)
+        let by_id = harel_runtime::register(definitions.iter().cloned());
         RuntimeDriver {
             definitions,
             by_id,
@@ -46,11 +44,11 @@ impl RuntimeDriver {
         self.by_id.keys().map(String::as_str)
     }
 
-    /// Every (machine, action) a machine names that no action is bound to: checked at cold
-    /// start, so a missing binding stops the function then instead of failing executions.
+    /// Every (machine, action) a machine (or a submachine it carries) names that no action
+    /// is bound to: checked at cold start, so a missing binding stops the function then instead of failing executions.
     pub fn unbound_actions(&self) -> Vec<(String, String)> {
         let mut missing = Vec::new();
-        for defn in &self.definitions {
+        for defn in self.by_id.values() {
             for node in &defn.nodes {
                 let hooks = [&node.on_enter, &node.on_exit, &node.on_activity];
                 let selectors = node

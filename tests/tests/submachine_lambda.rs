@@ -1,0 +1,289 @@
+//! Submachines through the serverless runtime on the moto server (`scripts/with-moto.sh
+//! cargo test -p harel-tests --test submachine_lambda`): the worker takes its messages from
+//! SQS FIFO and commits to the DynamoDB tables; an `invoke` child and the instances of a
+//! fan-out are created from their spawn records (by the worker right after the commit, or by
+//! the relay), resolved by their FQN among the machines compiled in, addressed by their own
+//! ids, and their `Finished` travel back through the queue to the parent.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harel_dynamodb::DynamoDbStore;
+use harel_lambda::deliver::DeliverError;
+use harel_lambda::{
+    create_body, Config, Handled, Record, RecordError, Role, RuntimeDriver, Worker,
+};
+use harel_model::{Definition, Event, Execution, Object, Status};
+use harel_runtime::{ActionRegistry, ManualClock};
+use harel_sqs::{Outgoing, SqsTransport, Transport};
+use harel_store::ExecutionStore;
+use serde_json::json;
+
+const MACHINES: &str = r#"
+event Sign {}
+
+machine Order {
+  context { total: int = 12  items: any = ["a", "b", "c"] }
+  initial Approval
+
+  state Approval {
+    invoke Approver
+    with { amount: total }
+  }
+  state Packing {
+    invoke for item in items {
+      initial Pack
+      carry packed
+      state Pack {}
+      final Packed success
+      from Pack to Packed set context.packed = context.item
+    }
+    with { item: item }
+  }
+  final Shipped success
+  final Refused failed
+
+  from Approval to Packing on Returned where outcome == "success" and amount == 12
+  from Approval to Refused on Returned
+  from Packing join all to Shipped else to Refused
+}
+
+machine Approver {
+  context { amount: int = 0  level: string = "clerk" }
+  carry amount, level
+  initial Waiting
+  state Waiting {}
+  final Approved success
+  from Waiting to Approved on Sign
+}
+
+machine Broken {
+  initial Call
+  state Call { invoke nowhere.Machine }
+  final Done success
+  from Call to Done on Returned
+}
+"#;
+
+fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").expect(
+        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
+    )
+}
+
+fn definitions() -> Vec<Definition> {
+    ["Order", "Approver", "Broken"]
+        .into_iter()
+        .map(|name| harel_lang::load_str(MACHINES, Some(name), "sub.stm").expect(name))
+        .collect()
+}
+
+type AppWorker =
+    Worker<DynamoDbStore, SqsTransport, RuntimeDriver, harel_idempotency::MemoryClient>;
+
+struct Stack {
+    source: SqsTransport,
+    worker: Arc<AppWorker>,
+}
+
+impl Stack {
+    async fn new() -> Stack {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(endpoint())
+            .load()
+            .await;
+        let prefix = format!("sub{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let store =
+            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
+        store.ensure_tables().await.expect("tables");
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
+            .await
+            .expect("queue");
+        let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
+            .await
+            .expect("dlq");
+        let env = [
+            ("AWS_REGION", "us-east-1".to_string()),
+            ("HAREL_TABLE_PREFIX", prefix.clone()),
+            ("HAREL_QUEUE_URL", queue.clone()),
+            ("HAREL_DLQ_URL", dlq.clone()),
+            ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
+        ];
+        let config = Config::from_lookup(Role::Worker, |k| {
+            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        })
+        .expect("config");
+        let clock = ManualClock::new(1_700_000_000.0);
+        let driver = RuntimeDriver::new(definitions(), ActionRegistry::with_stdlib())
+            .with_clock(Arc::new(clock));
+        let transport = SqsTransport::new(sqs.clone(), &queue).with_dead_letter_queue(&dlq);
+        let worker = Arc::new(Worker::new(store, transport, driver, None, config));
+        Stack {
+            source: SqsTransport::new(sqs, &queue),
+            worker,
+        }
+    }
+
+    async fn send(&self, group: &str, body: String) {
+        let dedupe = uuid::Uuid::new_v4().to_string();
+        self.source
+            .publish(Outgoing::raw(group, dedupe, body).expect("group"))
+            .await
+            .expect("send");
+    }
+
+    /// Batches, as the Lambda event source hands them over, until the queue is empty; every
+    /// record must succeed.
+    async fn pump(&self) -> Vec<Handled> {
+        let mut all = Vec::new();
+        for _ in 0..30 {
+            let got = self
+                .source
+                .receive(10, Duration::ZERO, Duration::from_secs(30))
+                .await
+                .expect("receive");
+            if got.is_empty() {
+                return all;
+            }
+            let records = got
+                .iter()
+                .map(|m| Record {
+                    message_id: m.message_id.clone(),
+                    receipt_handle: m.receipt_handle.clone(),
+                    group_id: Some(m.group_id.clone()),
+                    body: m.body.clone(),
+                })
+                .collect();
+            let outcome = self.worker.handle_batch(records, None).await;
+            for m in &got {
+                self.source
+                    .delete(self.source.queue_url(), &m.receipt_handle)
+                    .await
+                    .expect("delete");
+            }
+            for (id, result) in outcome.records {
+                let handled: Result<Handled, RecordError> = result;
+                all.push(handled.unwrap_or_else(|e| panic!("record {id} failed: {e:?}")));
+            }
+        }
+        panic!("the queue never drained");
+    }
+
+    async fn load(&self, id: &str) -> Execution {
+        self.worker
+            .store
+            .load(id)
+            .await
+            .expect("load")
+            .unwrap_or_else(|| panic!("{id} exists"))
+    }
+}
+
+#[tokio::test]
+async fn an_invoke_then_a_fan_out_run_to_the_terminal_over_dynamodb_and_sqs() {
+    let stack = Stack::new().await;
+    let id = "order-1";
+    stack
+        .send(id, create_body("Order", Object::new(), Some(id)))
+        .await;
+    stack.pump().await;
+
+    // the worker created the invoke child from the spawn, right after the parent's commit
+    let parent = stack.load(id).await;
+    assert_eq!(parent.active_path.as_deref(), Some("Approval"));
+    let child_id = "order-1:Approval:0";
+    assert!(parent.children[child_id].submachine);
+    let child = stack.load(child_id).await;
+    assert_eq!(child.definition_id, "Approver");
+    assert_eq!(child.definition_fqn.as_deref(), Some("Approver"));
+    assert_eq!(child.parent_id.as_deref(), Some(id));
+    assert_eq!(child.status, Status::Running);
+    // `with` passed the total; the machine's own defaults filled the rest
+    assert_eq!(child.context.get("amount"), Some(&json!(12)));
+    assert_eq!(child.context.get("level"), Some(&json!("clerk")));
+    assert!(!child.context.contains_key("__invoke_fqn__"));
+    assert!(stack
+        .worker
+        .store
+        .pending_spawns()
+        .await
+        .expect("spawns")
+        .is_empty());
+
+    // a domain event to the parent is not broadcast to a submachine: it stays put
+    stack.send(id, Event::new("Sign").to_json()).await;
+    stack.pump().await;
+    assert_eq!(stack.load(child_id).await.status, Status::Running);
+
+    // the child, addressed by its own id, finishes; its Finished reaches the parent as
+    // `Returned`, which moves it to the fan-out: three instances, each finishing at once
+    stack.send(child_id, Event::new("Sign").to_json()).await;
+    stack.pump().await;
+    let parent = stack.load(id).await;
+    assert_eq!(parent.status, Status::Done, "{parent:?}");
+    assert_eq!(parent.active_path.as_deref(), Some("Shipped"));
+    assert_eq!(parent.outcome.as_deref(), Some("success"));
+    assert_eq!(parent.invoke_seq.get("Approval"), Some(&1));
+    assert_eq!(parent.invoke_seq.get("Packing"), Some(&1));
+    assert_eq!(
+        parent.context["region_results"],
+        json!({
+            "Packing:0": {"outcome": "success", "packed": "a"},
+            "Packing:1": {"outcome": "success", "packed": "b"},
+            "Packing:2": {"outcome": "success", "packed": "c"},
+        })
+    );
+    for i in 0..3 {
+        let instance = stack.load(&format!("order-1:Packing:0:{i}")).await;
+        assert_eq!(instance.definition_id, "Order#Packing");
+        assert_eq!(instance.status, Status::Done);
+    }
+    assert_eq!(
+        stack.load(child_id).await.outcome.as_deref(),
+        Some("success")
+    );
+    let store = &stack.worker.store;
+    assert!(store.pending_spawns().await.expect("spawns").is_empty());
+    assert!(store.pending_outbox().await.expect("outbox").is_empty());
+}
+
+#[tokio::test]
+async fn an_unknown_submachine_is_a_clear_error_and_the_spawn_stays() {
+    let stack = Stack::new().await;
+    let id = "broken-1";
+    stack
+        .send(id, create_body("Broken", Object::new(), Some(id)))
+        .await;
+    // the parent's commit stands (the record succeeds); the child cannot be created
+    let handled = stack.pump().await;
+    assert!(
+        matches!(handled.first(), Some(Handled::Created { .. })),
+        "{handled:?}"
+    );
+    let parent = stack.load(id).await;
+    assert_eq!(parent.status, Status::Running);
+    assert_eq!(parent.active_path.as_deref(), Some("Call"));
+    let store = &stack.worker.store;
+    let pending = store.pending_spawns().await.expect("spawns");
+    assert_eq!(pending.len(), 1, "the spawn waits for the operator");
+    assert_eq!(pending[0].child_id, "broken-1:Call:0");
+    assert!(store.load("broken-1:Call:0").await.expect("load").is_none());
+
+    // the relay says why, and keeps it
+    let err = harel_lambda::relay(
+        store,
+        &stack.worker.transport,
+        &stack.worker.driver,
+        Instant::now() + Duration::from_secs(30),
+    )
+    .await
+    .expect_err("an unknown FQN");
+    assert!(matches!(err, DeliverError::Spawn { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("\"nowhere.Machine\"") && message.contains("no machine compiled"),
+        "{message}"
+    );
+    assert_eq!(store.pending_spawns().await.expect("spawns").len(), 1);
+}
