@@ -1,6 +1,7 @@
 //! The worker through the real Lambda runtime API: `cargo lambda watch` runs the function
 //! binary against the moto server, `cargo lambda invoke` sends it the sample events of
-//! events/. Run under scripts/with-moto.sh; cargo-lambda comes from the Python index
+//! events/; what the function prints is its JSON log lines and one EMF metrics document per
+//! invocation. Run under scripts/with-moto.sh; cargo-lambda comes from the Python index
 //! (scripts/install-lambda-tools.sh) and the test skips, saying so, when it cannot be installed.
 
 use std::path::PathBuf;
@@ -99,6 +100,9 @@ async fn worker_through_the_lambda_runtime_api() {
         l.local_addr().expect("addr").port()
     };
     let env_arg: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    // the function's output (cargo lambda watch passes it through, with the build's)
+    let output_path = std::env::temp_dir().join(format!("{prefix}-watch.log"));
+    let output = std::fs::File::create(&output_path).expect("an output file");
     let _watch = Watch(
         Command::new("cargo")
             .args([
@@ -121,8 +125,8 @@ async fn worker_through_the_lambda_runtime_api() {
                     std::env::var("PATH").unwrap_or_default()
                 ),
             )
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(Stdio::from(output.try_clone().expect("the output file")))
+            .stderr(Stdio::from(output))
             .process_group(0)
             .spawn()
             .expect("cargo lambda watch starts"),
@@ -182,4 +186,60 @@ async fn worker_through_the_lambda_runtime_api() {
     assert!(dead[0]
         .attribute(harel_sqs::REASON_ATTRIBUTE)
         .is_some_and(|r| r.contains("not JSON")));
+
+    assert_function_output(&output_path);
+}
+
+/// The worker's stdout: flat JSON log lines carrying the invocation's request id and the
+/// record's fields, and an EMF document per invocation counting what it did.
+fn assert_function_output(path: &std::path::Path) {
+    let text = std::fs::read_to_string(path).expect("the function's output");
+    let json: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(serde_json::Value::is_object)
+        .collect();
+    let done: Vec<&serde_json::Value> = json
+        .iter()
+        .filter(|l| l["message"] == "record done")
+        .collect();
+    assert_eq!(done.len(), 3, "one per record:\n{text}");
+    for line in &done {
+        assert_eq!(line["function"], "worker", "{line}");
+        assert_eq!(line["level"], "INFO", "{line}");
+        for key in [
+            "timestamp",
+            "requestId",
+            "message_id",
+            "execution_id",
+            "outcome",
+        ] {
+            assert!(line.get(key).is_some(), "no {key}: {line}");
+        }
+    }
+    assert!(done
+        .iter()
+        .any(|l| l["event_kind"] == "PlaceOrder" && l["machine"] == "Order"));
+    let emf: Vec<&serde_json::Value> = json
+        .iter()
+        .filter(|l| l["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "harel")
+        .collect();
+    let function_docs: Vec<&&serde_json::Value> =
+        emf.iter().filter(|d| d.get("Machine").is_none()).collect();
+    assert_eq!(function_docs.len(), 3, "one per invocation:\n{text}");
+    let total = |name: &str| -> f64 {
+        function_docs
+            .iter()
+            .map(|d| d[name].as_f64().unwrap_or_else(|| panic!("{name} in {d}")))
+            .sum()
+    };
+    assert_eq!(
+        total("EventsProcessed"),
+        2.0,
+        "the create and the PlaceOrder"
+    );
+    assert_eq!(total("DlqMoves"), 1.0, "the malformed message");
+    assert!(emf
+        .iter()
+        .any(|d| d["Machine"] == "Order" && d["Commits"].as_f64() == Some(1.0)));
 }
