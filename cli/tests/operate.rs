@@ -282,6 +282,26 @@ async fn create_send_show_list_and_render_an_order() {
     let paged = stack.ok(&["list", "--limit", "1"]);
     has(&paged, "more: repeat with --cursor ");
 
+    // --wait returns once the worker has created it
+    let waiting = Command::new(env!("CARGO_BIN_EXE_harel"))
+        .args(["create", "Order", "--id", "ord-w", "--wait", "20"])
+        .args(["--table-prefix", &stack.prefix, "--queue-url", &stack.queue])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("harel runs");
+    for _ in 0..80 {
+        stack.pump().await;
+        if stack.store.load("ord-w").await.expect("load").is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let out = waiting.wait_with_output().expect("harel ends");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "ord-w\n");
+    has(&text(&out.stderr), "created: Order ord-w is RUNNING");
+
     // the file form still lists declarations
     let declared = bare(&["list", ORDER]);
     has(&text(&declared.stdout), "machines:  Order");

@@ -6,17 +6,18 @@
 //! start, and its actions, in this process instead of in the worker.
 
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
 use harel_lambda::create_body;
 use harel_model::schema::{check_context, with_defaults};
-use harel_model::Object;
+use harel_model::{Object, Status};
 use harel_sqs::{check_group_id, DedupeKey, Outgoing, Transport};
 use harel_store::ExecutionStore;
 use serde_json::{json, Value};
 
 use super::machines::MachineArgs;
-use super::stack::{StackArgs, AWS_HINT};
+use super::stack::{Stack, StackArgs, AWS_HINT};
 
 #[derive(clap::Args)]
 pub struct CreateArgs {
@@ -28,6 +29,9 @@ pub struct CreateArgs {
     /// The execution id [default: a fresh one]; it is also the message group
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,
+    /// Return once the worker has created it (at most this many seconds; default 30)
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "30")]
+    pub wait: Option<f64>,
     /// Answer in JSON
     #[arg(long)]
     pub json: bool,
@@ -95,15 +99,41 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
             transport.queue_url()
         )
     })?;
+    let status = match args.wait {
+        Some(seconds) => Some(wait_for(&stack, &id, seconds).await?),
+        None => None,
+    };
     if args.json {
-        let out = json!({"execution_id": id, "machine": defn.id, "queued": true});
+        let out = json!({"execution_id": id, "machine": defn.id, "queued": true, "status": status});
         println!("{out}");
     } else {
         println!("{id}");
-        eprintln!(
-            "queued: the worker creates and starts {} {id} (harel show {id})",
-            defn.id
-        );
+        match status {
+            Some(status) => eprintln!("created: {} {id} is {status}", defn.id),
+            None => eprintln!(
+                "queued: the worker creates and starts {} {id} (harel show {id})",
+                defn.id
+            ),
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Poll the store until the worker has created `id`; its status then.
+async fn wait_for(stack: &Stack, id: &str, seconds: f64) -> anyhow::Result<Status> {
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
+    loop {
+        let found = stack
+            .store
+            .load(id)
+            .await
+            .map_err(|e| stack.explain(&format!("looking up {id:?}"), e))?;
+        if let Some(exe) = found {
+            return Ok(exe.status);
+        }
+        if Instant::now() >= deadline {
+            bail!("{id} was not created within {seconds} s: is the worker running? (a create it cannot run goes to the dead-letter queue with the reason)");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
