@@ -55,8 +55,11 @@ fn issues_match_harels_validate() {
         compared += 1;
     });
     assert!(compared >= 10, "only {compared} machines compared");
-    // every rule the language can trigger without submachines is exercised
+    // every rule the language can trigger is exercised
     for code in [
+        "invoke_on_composite",
+        "invoke_automatic_exit",
+        "with_without_children",
         "selector_target_unresolved",
         "selector_phantom_branch",
         "selector_non_exhaustive",

@@ -36,7 +36,7 @@ fn each_rule_family_reports_harels_issues() {
         assert_eq!(ours, expected, "{file}.stm machine {machine}");
         checked += 1;
     }
-    assert_eq!(checked, 7);
+    assert_eq!(checked, 8);
 }
 
 #[test]
