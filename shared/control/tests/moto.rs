@@ -42,6 +42,7 @@ type AppWorker =
 /// One deployed stack in miniature: tables, queue, a worker; and a second store client, the
 /// operator's, that the control commands go through.
 struct Stack {
+    prefix: String,
     operator: DynamoDbStore,
     source: SqsTransport,
     worker: Arc<AppWorker>,
@@ -80,7 +81,7 @@ impl Stack {
             // a parked message is visible again at once, so the test sees it come back
             ("HAREL_SUSPEND_RECHECK_SECONDS", "0".to_string()),
         ];
-        let config = Config::from_lookup(Role::Worker, |k| {
+        let config = Config::from_lookup(Role::Worker, |k: &str| {
             env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
         })
         .expect("config");
@@ -94,6 +95,7 @@ impl Stack {
         let transport = SqsTransport::new(sqs.clone(), &queue).with_dead_letter_queue(&dlq);
         let worker = Arc::new(Worker::new(store, transport, driver, None, config));
         Stack {
+            prefix,
             operator,
             source: SqsTransport::new(sqs, &queue),
             worker,
@@ -434,4 +436,100 @@ async fn unknown_executions_and_wrong_machines_are_errors() {
         .expect_err("wrong machine");
     assert!(err.to_string().contains("runs machine \"Plain\""), "{err}");
     assert_eq!(stack.load("plain-2").await.status, Status::Running);
+}
+
+/// harel 0.9.0's own control plane (`harel.engine.control`) over its DynamoDBStore, on the
+/// same tables; the execution as harel then loads it.
+fn harel_python(
+    stack: &Stack,
+    command: &str,
+    id: &str,
+    machine: Option<&str>,
+) -> serde_json::Value {
+    let python = std::env::var("HAREL_PYTHON").expect(
+        "HAREL_PYTHON is not set: run under scripts/with-moto.sh (it points it at the venv with harel 0.9.0)",
+    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/harel_control.py");
+    let out = std::process::Command::new(python)
+        .args([script, &endpoint(), &stack.prefix, command, id])
+        .args(machine)
+        .output()
+        .expect("harel Python runs");
+    assert!(
+        out.status.success(),
+        "harel Python {command} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[tokio::test]
+async fn harel_pythons_control_plane_drives_our_worker_and_reads_ours() {
+    let stack = Stack::new().await;
+    let id = "py-job";
+    stack.create("Job", id).await;
+
+    // suspended by harel Python: our worker parks the group; resumed by it: ours continues
+    let py = harel_python(&stack, "suspend", id, None);
+    assert_eq!(py["execution"]["status"], "SUSPENDED");
+    stack.send_event(id, "Step").await;
+    let parked = stack.pump_once().await;
+    assert!(
+        matches!(parked.first(), Some(Err(RecordError::Parked(_)))),
+        "{parked:?}"
+    );
+    let py = harel_python(&stack, "resume", id, None);
+    assert_eq!(py["execution"]["status"], "RUNNING");
+    stack.pump().await;
+    assert_eq!(stack.load(id).await.context["steps"], json!(1));
+
+    // cancelled cooperatively by harel Python: its Cancel waits in the outbox (harel's
+    // counter seq); our relay publishes it behind the backlog, our worker skips the backlog
+    // and runs the cleanup
+    stack.send_event(id, "Step").await;
+    let py = harel_python(&stack, "cancel", id, Some("Job"));
+    assert_eq!(py["execution"]["status"], "CANCELLING");
+    assert_eq!(py["outbox"][0]["kind"], "Cancel");
+    assert_eq!(py["outbox"][0]["target_id"], id);
+    stack.relay().await;
+    let outcomes = stack.pump().await;
+    assert_eq!(skipped(&outcomes, "CANCELLING"), 1, "{outcomes:?}");
+    let exe = stack.load(id).await;
+    assert_eq!(
+        (exe.status, exe.outcome.as_deref()),
+        (Status::Done, Some("cancelled"))
+    );
+    assert_eq!(exe.context["steps"], json!(1));
+    assert_eq!(exe.context["cleanups"], json!(1));
+
+    // an orthogonal execution our worker forked: harel Python finds its regions from our
+    // record and terminates them too
+    stack.create("Split", "py-split").await;
+    let regions: Vec<String> = stack
+        .load("py-split")
+        .await
+        .children
+        .keys()
+        .cloned()
+        .collect();
+    let py = harel_python(&stack, "terminate", "py-split", None);
+    assert_eq!(py["execution"]["status"], "CANCELLED");
+    for region in &regions {
+        assert_eq!(
+            stack.load(region).await.status,
+            Status::Cancelled,
+            "{region}"
+        );
+    }
+
+    // and what our control plane writes, harel Python reads
+    stack.create("Plain", "rs-plain").await;
+    harel_control::suspend(&stack.operator, "rs-plain", stack.now())
+        .await
+        .expect("suspend");
+    let py = harel_python(&stack, "read", "rs-plain", None);
+    assert_eq!(py["execution"]["status"], "SUSPENDED");
+    let py = harel_python(&stack, "resume", "rs-plain", None);
+    assert_eq!(py["execution"]["status"], "RUNNING");
+    assert_eq!(stack.load("rs-plain").await.status, Status::Running);
 }
