@@ -61,6 +61,7 @@ pub async fn receive(
         .max_number_of_messages(10)
         .visibility_timeout(visibility.as_secs() as i32)
         .message_system_attribute_names(MessageSystemAttributeName::All)
+        .message_attribute_names("All")
         .send()
         .await
         .map_err(sqs_err("ReceiveMessage"))?;
@@ -79,6 +80,14 @@ pub async fn receive(
         message.receipt_handle = m.receipt_handle().map(str::to_string);
         message.body = m.body().map(str::to_string);
         message.attributes = attributes;
+        if let Some(attrs) = m.message_attributes() {
+            for (k, v) in attrs {
+                let mut a = aws_lambda_events::sqs::SqsMessageAttribute::default();
+                a.string_value = v.string_value().map(str::to_string);
+                a.data_type = Some(v.data_type().to_string());
+                message.message_attributes.insert(k.clone(), a);
+            }
+        }
         message.event_source = Some("aws:sqs".into());
         got.push(Received { message });
     }

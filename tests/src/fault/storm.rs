@@ -25,7 +25,12 @@ const DEAD_RETURN: Duration = Duration::from_secs(1);
 /// A dead invocation's Lambda deadline, from its start: its idempotency records can be taken
 /// over by the time its messages come back.
 const DEAD_DEADLINE_MS: i64 = 300;
-const LIVE_DEADLINE_MS: i64 = 60_000;
+/// A live invocation's deadline: an idempotency record its completion failed to close is
+/// taken over this long after (Lambda's timeout, shortened like the visibility timeout).
+const LIVE_DEADLINE_MS: i64 = 3_000;
+/// What a reported failure waits before it comes back (its visibility timeout, shortened):
+/// without it, a record blocked by an in-progress idempotency record would spin.
+const FAILED_RETURN: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct StormConfig {
@@ -65,8 +70,8 @@ impl StormConfig {
                 sqs_failure: 0.05,
                 timeout: 0.02,
             },
-            crash: 0.15,
-            deadline_kill: 0.05,
+            crash: 0.25,
+            deadline_kill: 0.08,
             duplicate: 0.15,
             concurrent: 0.08,
             scheduled_crash: 0.3,
@@ -327,7 +332,7 @@ impl Storm {
             if dead {
                 source::release(sqs, url, m, DEAD_RETURN).await;
             } else if failed.iter().any(|f| f == m.message_id()) {
-                source::release(sqs, url, m, Duration::ZERO).await;
+                source::release(sqs, url, m, FAILED_RETURN).await;
             } else {
                 source::delete(sqs, url, m).await;
             }

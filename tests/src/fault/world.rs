@@ -173,6 +173,16 @@ impl World {
             .with_clock(Arc::new(self.clock.clone()))
     }
 
+    /// An invocation without faults (for tests that feed bad input, not bad weather).
+    pub fn calm() -> Arc<InvocationFaults> {
+        Arc::new(InvocationFaults::new(
+            0,
+            super::connector::Rates::NONE,
+            None,
+            Arc::new(super::stats::Stats::default()),
+        ))
+    }
+
     /// What `harel_app::boot(Role::Worker)` builds, on this invocation's clients.
     pub fn worker(&self, faults: &Arc<InvocationFaults>) -> Arc<StormWorker> {
         let (ddb, sqs) = self.clients(faults);
