@@ -12,6 +12,7 @@ use harel_model::{
 mod guards;
 pub mod mermaid;
 pub mod plantuml;
+pub mod submachines;
 
 /// A machine a diagram cannot be drawn for (harel fails an assertion in these cases).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
