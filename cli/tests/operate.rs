@@ -411,6 +411,51 @@ async fn control_commands_answer_in_text_and_json() {
         &text(&out.stderr),
         "job-1 is CANCELLED: the worker would drop these events",
     );
+
+    // a dead letter, redriven at a leaf once fixed; a composite target is refused
+    let mut dead = harel_model::Execution::new("Job").with_id("dead-1");
+    dead.status = harel_model::Status::Failed;
+    dead.error = Some("ValueError: boom".into());
+    dead.active_path = Some("Working".into());
+    dead.context.insert("steps".into(), serde_json::json!(0));
+    stack
+        .store
+        .commit(&mut dead, harel_store::Commit::default())
+        .await
+        .expect("insert");
+    let out = stack.harel(&["send", "dead-1", "-e", "Step"]);
+    has(
+        &text(&out.stderr),
+        "dead-1 is FAILED: the worker would drop these events (redrive it first",
+    );
+    let out = stack.harel(&[
+        "redrive",
+        "dead-1",
+        "--to",
+        "Nowhere",
+        machines[0],
+        machines[1],
+    ]);
+    assert!(!out.status.success());
+    has(
+        &text(&out.stderr),
+        "redrive target must be a leaf state, got 'Nowhere'",
+    );
+    let out = stack.ok(&[
+        "redrive",
+        "dead-1",
+        "--to",
+        "Working",
+        machines[0],
+        machines[1],
+    ]);
+    has(&out, "redrive dead-1: FAILED -> RUNNING");
+    let doc = stack.json(&["show", "dead-1"]);
+    assert_eq!(doc["execution"]["error"], Value::Null);
+    stack.ok(&["send", "dead-1", "-e", "Step"]);
+    stack.pump().await;
+    let doc = stack.json(&["show", "dead-1"]);
+    assert_eq!(doc["execution"]["context"]["steps"], 1, "it runs again");
 }
 
 #[tokio::test]
