@@ -7,7 +7,10 @@
 //! new time once; actions with no implementation are no-ops returning null (one note on
 //! stderr) unless `--strict`, while `harel.lib.*` stay real; `--selector NAME=VALUE` fixes
 //! what a selector returns (successive flags for one NAME: successive calls, the last value
-//! then repeating; an unconfigured selector returns null).
+//! then repeating; an unconfigured selector returns null). `--json --children` prints a
+//! list instead: the execution, then every child it spawned (regions, submachines, fan-out
+//! instances), by id. A submachine is resolved among the machine's inline and imported
+//! machines and the file's other machines.
 //!
 //! Every argument is checked before anything runs: a bad one is `error: ...`, exit 1.
 
