@@ -695,6 +695,10 @@ impl<'d, H: Host> Run<'d, '_, H> {
                     &node.full_path,
                 );
             }
+            // harel leaves regions for an orthogonal node or a fan-out only: a single invoke
+            // left by another event than its `Returned` keeps its seq and its child, which
+            // runs on (never cancelled), and a re-entry waits for that same child. Looks
+            // like a harel bug; kept, so both sides agree on ids and on what runs.
             if node.kind == NodeKind::Orthogonal || node.invoke_each.is_some() {
                 self.leave_regions(exe, cur);
             }
