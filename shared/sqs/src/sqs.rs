@@ -251,8 +251,31 @@ impl Transport for SqsTransport {
         let mut attempt = 0;
         while !pending.is_empty() {
             let mut retry: Vec<EntryFailure> = Vec::new();
-            let mut calls = chunks(messages, &pending).into_iter();
-            for chunk in calls.by_ref() {
+            // groups with a message a failed call left unsent: their later messages are held
+            // back (FIFO: none may overtake it); other groups' messages still go
+            let mut held: Vec<(&str, String)> = Vec::new();
+            for chunk in chunks(messages, &pending) {
+                let (blocked, chunk): (Vec<usize>, Vec<usize>) = chunk
+                    .into_iter()
+                    .partition(|i| held.iter().any(|(g, _)| *g == messages[*i].group_id));
+                for index in blocked {
+                    let cause = held
+                        .iter()
+                        .find(|(g, _)| *g == messages[index].group_id)
+                        .map(|(_, m)| m.clone())
+                        .unwrap_or_default();
+                    final_failures.push(EntryFailure {
+                        index,
+                        code: "RequestFailed".into(),
+                        message: format!(
+                            "held behind an unsent earlier message of its group: {cause}"
+                        ),
+                        sender_fault: false,
+                    });
+                }
+                if chunk.is_empty() {
+                    continue;
+                }
                 match self.send_chunk(messages, &chunk).await {
                     Ok(failures) => {
                         delivered.extend(
@@ -269,25 +292,30 @@ impl Transport for SqsTransport {
                         }
                     }
                     Err(e) => {
-                        // the SDK already retried the call: report this chunk and the rest
-                        // undelivered, keeping FIFO order (later messages of a group must not
-                        // overtake an unsent earlier one)
+                        // the SDK already retried the call: this chunk is undelivered, and
+                        // its groups' later messages are held behind it (one SQS refuses, as
+                        // a body over its size limit, must not stop the other groups)
                         let message = e.to_string();
-                        let rest: Vec<usize> = chunk
-                            .into_iter()
-                            .chain(calls.by_ref().flatten())
-                            .chain(retry.drain(..).map(|f| f.index))
-                            .collect();
-                        final_failures.extend(rest.into_iter().map(|index| EntryFailure {
+                        for &index in &chunk {
+                            let group = messages[index].group_id.as_str();
+                            if !held.iter().any(|(g, _)| *g == group) {
+                                held.push((group, message.clone()));
+                            }
+                        }
+                        final_failures.extend(chunk.into_iter().map(|index| EntryFailure {
                             index,
                             code: "RequestFailed".into(),
                             message: message.clone(),
                             sender_fault: false,
                         }));
-                        break;
                     }
                 }
             }
+            // a retryable entry of a held group is not resent ahead of the unsent message
+            let (blocked, retry): (Vec<EntryFailure>, Vec<EntryFailure>) = retry
+                .into_iter()
+                .partition(|f| held.iter().any(|(g, _)| *g == messages[f.index].group_id));
+            final_failures.extend(blocked);
             attempt += 1;
             if retry.is_empty() {
                 break;
