@@ -4,6 +4,7 @@
 //! entries pending for the next run; a resend within five minutes is dropped by SQS (same
 //! dedupe id) and any later copy by the target's processed mark.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use harel_sqs::Transport;
@@ -43,27 +44,62 @@ pub async fn relay<S: ExecutionStore, T: Transport, D: Driver>(
             return Ok(report);
         }
         report.passes += 1;
+        // an entry that fails (one SQS refuses as too large, a spawn that cannot be created)
+        // must not hold back the others: the pass goes on and the first error is returned
+        // at its end, the failed entries left pending for the next run
+        let mut failed: Option<DeliverError> = None;
         for entry in &spawns {
             if Instant::now() >= deadline {
                 return Ok(out_of_time(report));
             }
             // a child's own start emits land in the outbox: the next pass publishes them
-            if create_child(store, driver, entry).await?.is_some() {
-                report.delivered.children_created += 1;
+            match create_child(store, driver, entry).await {
+                Ok(created) => {
+                    if created.is_some() {
+                        report.delivered.children_created += 1;
+                    }
+                    store.ack_spawn(entry.seq).await?;
+                    report.delivered.acked_spawns += 1;
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
             }
-            store.ack_spawn(entry.seq).await?;
-            report.delivered.acked_spawns += 1;
         }
         let entries: Vec<_> = outbox
             .into_iter()
             .map(|e| (e.seq, e.target_id, e.event))
             .collect();
-        for chunk in entries.chunks(sqs_batch::MAX) {
+        // groups with an entry left unsent in this pass: their later entries wait too, so
+        // none overtakes it (FIFO per target)
+        let mut held: HashSet<Option<String>> = HashSet::new();
+        let mut rest = entries.as_slice();
+        while !rest.is_empty() {
             if Instant::now() >= deadline {
                 return Ok(out_of_time(report));
             }
-            let sent = publish_outbox(store, transport, chunk).await?;
-            report.delivered.add(&sent);
+            let mut chunk = Vec::new();
+            let mut taken = 0;
+            for entry in rest {
+                if chunk.len() == sqs_batch::MAX {
+                    break;
+                }
+                taken += 1;
+                if !held.contains(&entry.1) {
+                    chunk.push(entry.clone());
+                }
+            }
+            rest = &rest[taken..];
+            match publish_outbox(store, transport, &chunk).await {
+                Ok(sent) => report.delivered.add(&sent),
+                Err(e) => {
+                    held.extend(chunk.into_iter().map(|(_, target, _)| target));
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
     }
 }
