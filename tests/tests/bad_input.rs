@@ -9,7 +9,7 @@ use harel_lambda::{create_body, Handled, RecordError};
 use harel_model::{Event, Object, Status};
 use harel_runtime::ManualClock;
 use harel_sqs::{REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE};
-use harel_store::ExecutionStore;
+use harel_store::{Commit, ExecutionStore};
 use harel_tests::fault::source::{self, Received};
 use harel_tests::fault::world::World;
 use serde_json::json;
@@ -302,4 +302,173 @@ async fn events_for_unknown_finished_and_cancelled_executions_are_skipped() {
         other => panic!("{other:?}"),
     }
     assert!(dead_letters(&w).await.is_empty());
+}
+
+fn blob(bytes: usize) -> String {
+    "x".repeat(bytes)
+}
+
+/// Over SQS's 256 KiB: a client's send is refused by SQS (nothing enqueued); an outbox entry
+/// that large (an emit of a big context value) cannot be published by the relay: it stays
+/// pending (nothing lost), the relay reports it, the later entries of its target wait behind
+/// it (FIFO), and every other target's entries are still delivered.
+#[tokio::test]
+async fn events_over_the_sqs_limit_are_refused_and_never_lost() {
+    let w = world().await;
+    let big = Event::new("Go")
+        .with_id("too-big")
+        .with_data(obj(json!({"blob": blob(300 * 1024)})));
+    // a client's send, through the layer that answers for SQS's size limit (moto has none)
+    let (_, limited_sqs) = w.clients(&World::calm());
+    let refused = source::send(
+        &limited_sqs,
+        &w.queue_url,
+        "big-1",
+        "too-big",
+        big.to_json(),
+    )
+    .await;
+    let err = refused.expect_err("SQS refuses a body over 256 KiB");
+    assert!(err.to_string().contains("262144"), "{err}");
+    assert_eq!(
+        source::depth(&w.sqs, &w.queue_url).await.expect("depth"),
+        (0, 0, 0)
+    );
+
+    send_all(&w, &[("big-1", create_body("Flow", Object::new(), None))]).await;
+    pump(&w).await;
+    let mut exe = w.store.load("big-1").await.expect("load").expect("created");
+    // the big one first, then one more for its target and twelve for others (two batches)
+    let mut emits = vec![
+        (Some("big-target".to_string()), big.clone()),
+        (
+            Some("big-target".to_string()),
+            Event::new("Go").with_id("after-big"),
+        ),
+    ];
+    for i in 0..12 {
+        emits.push((
+            Some(format!("other-{i}")),
+            Event::new("Go").with_id(format!("other-{i}")),
+        ));
+    }
+    w.store
+        .commit(
+            &mut exe,
+            Commit {
+                emits,
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("a 300 KB outbox entry fits DynamoDB");
+    let faults = World::calm();
+    let (store, transport) = w.scheduled(&faults);
+    let relayed = harel_lambda::relay(
+        &store,
+        &transport,
+        &w.driver(),
+        std::time::Instant::now() + Duration::from_secs(30),
+    )
+    .await;
+    let err = relayed.expect_err("the relay reports what it could not send");
+    assert!(err.to_string().contains("262144"), "{err}");
+    let pending: Vec<String> = w
+        .store
+        .pending_outbox()
+        .await
+        .expect("pending")
+        .into_iter()
+        .map(|e| e.event.id)
+        .collect();
+    assert_eq!(
+        pending,
+        vec!["too-big", "after-big"],
+        "kept, in order, not dropped"
+    );
+    let delivered = receive_n(&w, 12).await;
+    let mut groups: Vec<&str> = delivered.iter().map(Received::group).collect();
+    groups.sort_unstable();
+    assert_eq!(groups.len(), 12);
+    assert!(groups.iter().all(|g| g.starts_with("other-")), "{groups:?}");
+}
+
+/// A step whose Execution would pass DynamoDB's 400 KB item limit (a region carries a 210 KB
+/// value back into the parent, which then holds it twice: in the region's result and in its
+/// context) writes nothing: the parent stays as it was, and the record is not applied.
+#[tokio::test]
+async fn a_step_past_400_kb_writes_nothing() {
+    let w = world().await;
+    let id = "huge-1";
+    send_all(
+        &w,
+        &[
+            (id, create_body("Fulfilment", Object::new(), None)),
+            (id, Event::new("Picked").with_id("h-picked").to_json()),
+            (
+                id,
+                Event::new("PaymentCaptured").with_id("h-paid").to_json(),
+            ),
+        ],
+    )
+    .await;
+    pump(&w).await;
+    let before = w.store.load(id).await.expect("load").expect("created");
+    let packed = Event::new("Packed")
+        .with_id("h-packed")
+        .with_data(obj(json!({"parcel": blob(210 * 1024)})));
+    send_all(&w, &[(id, packed.to_json())]).await;
+    let seen = pump(&w).await;
+    let failed: Vec<&String> = seen.iter().filter_map(|(_, r)| r.as_ref().err()).collect();
+    let after = w.store.load(id).await.expect("load").expect("exists");
+    eprintln!(
+        "outcomes: {:?}",
+        seen.iter().map(|(b, r)| (b.len(), r)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        after.version,
+        before.version + 1,
+        "only the broadcast's mark was committed: {after:?}"
+    );
+    assert_eq!(after.active_path, before.active_path);
+    assert!(!after.context.contains_key("parcel"));
+    assert_eq!(failed.len(), 1, "{seen:?}");
+    assert!(
+        failed[0].contains("item limit") && failed[0].contains("nothing was written"),
+        "{}",
+        failed[0]
+    );
+    assert!(w.store.pending_outbox().await.expect("outbox").is_empty());
+}
+
+/// The trace ring keeps the last N steps of an execution, whatever was written past it.
+#[tokio::test]
+async fn trace_entries_past_the_ring_keep_the_last_n() {
+    let w = world().await;
+    let store = harel_dynamodb::DynamoDbStore::new(w.ddb.clone(), &w.prefix)
+        .expect("prefix")
+        .with_trace_max(3);
+    let mut exe = harel_model::Execution::new("Flow").with_id("ring-1");
+    for step in 0..8 {
+        store
+            .commit(
+                &mut exe,
+                Commit {
+                    trace: Some(obj(json!({"step": step}))),
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("commit");
+    }
+    let trace = store.read_trace("ring-1").await.expect("trace");
+    let steps: Vec<i64> = trace
+        .iter()
+        .map(|t| {
+            t.get("step")
+                .and_then(serde_json::Value::as_i64)
+                .expect("step")
+        })
+        .collect();
+    assert_eq!(steps, vec![5, 6, 7], "{trace:?}");
 }

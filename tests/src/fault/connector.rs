@@ -219,7 +219,7 @@ fn canned(kind: FaultKind, op: &str) -> HttpResponse {
         ),
         _ => {
             // DynamoDB's two throttling codes, alternating by operation name length
-            let code = if op.len() % 2 == 0 {
+            let code = if op.len().is_multiple_of(2) {
                 "ProvisionedThroughputExceededException"
             } else {
                 "ThrottlingException"
@@ -283,9 +283,37 @@ struct FaultyConnector {
     faults: Arc<InvocationFaults>,
 }
 
+/// SQS's request size limit, which moto does not enforce: the layer answers as AWS does (the
+/// long-standing 256 KiB; the message envelope adds a little to the bodies' total).
+pub const SQS_MAX_REQUEST: usize = 256 * 1024 + 16 * 1024;
+
+fn too_long(op: &str) -> HttpResponse {
+    let code = if op == "SendMessageBatch" {
+        "BatchRequestTooLong"
+    } else {
+        "InvalidParameterValue"
+    };
+    let body = serde_json::json!({
+        "__type": format!("com.amazonaws.sqs#{code}"),
+        "message": "One or more parameters are invalid. Reason: Message must be shorter than 262144 bytes.",
+    });
+    let mut resp = HttpResponse::new(
+        400.try_into().expect("a valid status"),
+        SdkBody::from(body.to_string()),
+    );
+    resp.headers_mut()
+        .insert("content-type", "application/x-amz-json-1.0");
+    resp
+}
+
 impl HttpConnector for FaultyConnector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
         let op = operation(&request);
+        if op.starts_with("SendMessage")
+            && request.body().bytes().map_or(0, <[u8]>::len) > SQS_MAX_REQUEST
+        {
+            return HttpConnectorFuture::ready(Ok(too_long(&op)));
+        }
         let nth = match self.faults.before(&op) {
             Ok(nth) => nth,
             // not retryable: a dead process makes no more requests

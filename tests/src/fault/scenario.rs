@@ -120,7 +120,7 @@ pub fn script(kind: &'static str, n: usize) -> Script {
         }
         _ => {
             // even: a director signs twice; odd: the manager's silence escalates it
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 phases[1].push(ev(1, "Submit", json!({"amount": 5000.0})));
                 phases[2].push(ev(2, "Approve", json!({"by": "bob"})));
                 phases[3].push(ev(3, "Approve", json!({"by": "cho"})));

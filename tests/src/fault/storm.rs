@@ -105,6 +105,9 @@ fn now_ms() -> i64 {
 
 struct Storm {
     cfg: StormConfig,
+    /// `HAREL_STORM_LOG`: one line per record handled (invocation, fate, message, outcome),
+    /// to follow a violation back to the invocations that touched it.
+    log: Option<std::sync::Mutex<std::fs::File>>,
     world: World,
     stats: Arc<Stats>,
     /// Invocations made so far: each one's RNG is seeded from the storm's seed and its number.
@@ -129,6 +132,35 @@ impl Storm {
             crash,
             Arc::clone(&self.stats),
         ))
+    }
+
+    fn note(
+        &self,
+        invocation: &str,
+        dead: bool,
+        got: &[Received],
+        outcome: &harel_lambda::BatchOutcome,
+    ) {
+        let Some(log) = &self.log else { return };
+        use std::io::Write as _;
+        let mut f = log.lock().expect("log lock");
+        for (i, (id, result)) in outcome.records.iter().enumerate() {
+            let body = got
+                .iter()
+                .find(|m| m.message_id() == id)
+                .and_then(|m| m.message.body.clone())
+                .unwrap_or_default();
+            let group = got
+                .iter()
+                .find(|m| m.message_id() == id)
+                .map(|m| m.group().to_string())
+                .unwrap_or_default();
+            let short: String = body.chars().take(160).collect();
+            let _ = writeln!(
+                f,
+                "{invocation} dead={dead} #{i} {id} group={group} {short} => {result:?}"
+            );
+        }
     }
 
     fn check_time(&self, what: &str) -> Result<(), FaultError> {
@@ -282,6 +314,12 @@ impl Storm {
             .fetch_add(batch.len(), std::sync::atomic::Ordering::Relaxed);
         let records = batch.iter().map(Received::record).collect();
         let outcome = worker.handle_batch(records, Some(deadline)).await;
+        self.note(
+            &format!("worker {:?}", faults),
+            faults.crashed(),
+            &batch,
+            &outcome,
+        );
         self.settle(&got, faults.crashed(), &outcome.failed_ids())
             .await;
         Ok(())
@@ -316,6 +354,8 @@ impl Storm {
             wa.handle_batch(ra, Some(deadline)),
             wb.handle_batch(rb, Some(deadline))
         );
+        self.note("concurrent-a", false, &batch, &oa);
+        self.note("concurrent-b", false, &again, &ob);
         // the first one's receipt handles are stale: SQS may refuse its deletes, and what it
         // refuses comes back to be deduplicated
         self.settle(&got, false, &oa.failed_ids()).await;
@@ -407,6 +447,13 @@ pub async fn run(cfg: StormConfig) -> Result<StormReport, FaultError> {
         stats: Arc::new(Stats::default()),
         invocations: AtomicU64::new(0),
         started,
+        log: match std::env::var("HAREL_STORM_LOG") {
+            Ok(path) => Some(std::sync::Mutex::new(
+                std::fs::File::create(&path)
+                    .map_err(|e| FaultError::Setup(format!("HAREL_STORM_LOG {path}: {e}")))?,
+            )),
+            Err(_) => None,
+        },
     });
     for phase in 0..PHASES {
         storm.send_phase(&scripts, phase).await?;
