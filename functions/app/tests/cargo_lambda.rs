@@ -194,6 +194,8 @@ async fn worker_through_the_lambda_runtime_api() {
 /// record's fields, and an EMF document per invocation counting what it did.
 fn assert_function_output(path: &std::path::Path) {
     let text = std::fs::read_to_string(path).expect("the function's output");
+    // read: the file is not needed any more, whatever the checks find
+    let _ = std::fs::remove_file(path);
     let json: Vec<serde_json::Value> = text
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
