@@ -418,6 +418,12 @@ where
             Err(DriveError::Store(StoreError::AlreadyExists(_))) => {
                 return Ok(Handled::AlreadyExists { execution_id });
             }
+            // past DynamoDB's limits now, past them on every retry: nothing was written
+            Err(DriveError::Store(StoreError::TooLarge(why))) => {
+                return self
+                    .dead_letter(record, &format!("create {execution_id}: {why}"))
+                    .await;
+            }
             Err(e) => return Err(e.into()),
         };
         self.stepped(observer, None, &exe, &stepped, None);
@@ -491,10 +497,21 @@ where
         }
         let execution_id = exe.id.clone();
         let before = (exe.status, exe.active_path.clone());
-        let stepped = self
-            .driver
-            .step(&self.store, &mut exe, Some(&event))
-            .await?;
+        let stepped = match self.driver.step(&self.store, &mut exe, Some(&event)).await {
+            Ok(s) => s,
+            // the step would pass DynamoDB's item or transaction limits: so would every retry
+            // (nothing was written); retried, it would reach the DLQ by SQS's redrive only,
+            // without the reason
+            Err(DriveError::Store(StoreError::TooLarge(why))) => {
+                return self
+                    .dead_letter(
+                        record,
+                        &format!("event {} for {execution_id}: {why}", event.kind),
+                    )
+                    .await;
+            }
+            Err(e) => return Err(e.into()),
+        };
         self.stepped(observer, Some(before), &exe, &stepped, Some(&event));
         self.deliver(&exe, stepped, observer).await;
         Ok(Handled::Processed { execution_id })
