@@ -41,15 +41,39 @@ async fn the_storm_loses_nothing_and_applies_nothing_twice() {
     require_moto();
     let seed = env_number("HAREL_STORM_SEED").unwrap_or_else(|| fastrand::u64(..));
     let executions = env_number("HAREL_STORM_EXECUTIONS").unwrap_or(30) as usize;
-    let mut config = StormConfig::stormy(seed, executions);
-    if let Some(lanes) = env_number("HAREL_STORM_LANES") {
-        config.lanes = lanes as usize;
-    }
+    // a long storm runs in rounds of fresh tables, each with its own seed (seed + round)
+    let round = env_number("HAREL_STORM_ROUND").unwrap_or(150).max(1) as usize;
+    let lanes = env_number("HAREL_STORM_LANES").unwrap_or(1) as usize;
     // printed first, so a storm that panics or hangs still names its seed
-    eprintln!("storm seed {seed}: HAREL_STORM_SEED={seed} reproduces it");
-    let report = fault::run(config)
-        .await
-        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    eprintln!("storm seed {seed}: HAREL_STORM_SEED={seed} HAREL_STORM_EXECUTIONS={executions} reproduces it");
+    let started = std::time::Instant::now();
+    let mut total: Option<fault::StormReport> = None;
+    let mut left = executions;
+    let mut n = 0u64;
+    while left > 0 {
+        let size = left.min(round);
+        let round_seed = seed.wrapping_add(n);
+        let mut config = StormConfig::stormy(round_seed, size);
+        config.lanes = lanes;
+        let report = fault::run(config)
+            .await
+            .unwrap_or_else(|e| panic!("round seed {round_seed} ({size} executions): {e}"));
+        eprintln!(
+            "round {n}: seed {round_seed}, {size} executions, {} faults, {} violations, {:.1} s",
+            report.faults.values().sum::<usize>(),
+            report.violations.len(),
+            report.duration.as_secs_f64()
+        );
+        match &mut total {
+            None => total = Some(report),
+            Some(t) => t.absorb(report),
+        }
+        left -= size;
+        n += 1;
+    }
+    let mut report = total.expect("at least one round");
+    report.seed = seed;
+    report.duration = started.elapsed();
     eprintln!("{report}");
     assert!(report.violations.is_empty(), "{report}");
     assert!(

@@ -283,6 +283,25 @@ struct FaultyConnector {
     faults: Arc<InvocationFaults>,
 }
 
+/// One DynamoDB request at a time on the moto server. moto runs a TransactWriteItems by
+/// copying the tables it touches and, when a condition fails, putting the copies back: a
+/// write another thread made meanwhile is silently undone (a lost update AWS never makes:
+/// each of its requests is atomic and isolated). Serializing the requests gives the storm
+/// AWS's per-request atomicity while the invocations still interleave request by request.
+static DYNAMODB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Send `request` on `inner`, alone among DynamoDB requests when it is one.
+fn send(inner: &SharedHttpConnector, op: &str, request: HttpRequest) -> HttpConnectorFuture {
+    if !is_dynamodb(op) {
+        return inner.call(request);
+    }
+    let inner = inner.clone();
+    HttpConnectorFuture::new(async move {
+        let _alone = DYNAMODB.lock().await;
+        inner.call(request).await
+    })
+}
+
 /// SQS's request size limit, which moto does not enforce: the layer answers as AWS does (the
 /// long-standing 256 KiB; the message envelope adds a little to the bodies' total).
 pub const SQS_MAX_REQUEST: usize = 256 * 1024 + 16 * 1024;
@@ -333,7 +352,7 @@ impl HttpConnector for FaultyConnector {
                 return HttpConnectorFuture::ready(Ok(canned(FaultKind::Throttle, &op)))
             }
             Err(Decision::LoseAnswer) => {
-                let sent = self.inner.call(request);
+                let sent = send(&self.inner, &op, request);
                 return HttpConnectorFuture::new(async move {
                     let _ = sent.await;
                     Err(ConnectorError::timeout(
@@ -342,7 +361,7 @@ impl HttpConnector for FaultyConnector {
                 });
             }
         };
-        let sent = self.inner.call(request);
+        let sent = send(&self.inner, &op, request);
         let faults = Arc::clone(&self.faults);
         HttpConnectorFuture::new(async move {
             let response = sent.await?;

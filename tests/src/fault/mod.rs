@@ -47,6 +47,32 @@ pub struct StormReport {
     pub duration: Duration,
 }
 
+impl StormReport {
+    /// Add another round's figures to these (a long storm runs in rounds on fresh tables:
+    /// moto copies a table on every transaction, so one table of thousands of executions
+    /// would make the storm quadratic).
+    pub fn absorb(&mut self, other: StormReport) {
+        self.executions += other.executions;
+        for (k, n) in other.kinds {
+            *self.kinds.entry(k).or_default() += n;
+        }
+        for (k, n) in other.faults {
+            *self.faults.entry(k).or_default() += n;
+        }
+        self.worker_invocations += other.worker_invocations;
+        self.relay_invocations += other.relay_invocations;
+        self.sweeper_invocations += other.sweeper_invocations;
+        self.records += other.records;
+        self.violations.extend(
+            other
+                .violations
+                .into_iter()
+                .map(|v| format!("[round seed {}] {v}", other.seed)),
+        );
+        self.duration += other.duration;
+    }
+}
+
 impl std::fmt::Display for StormReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
