@@ -14,6 +14,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields, MakeWriter};
@@ -48,20 +49,32 @@ impl LogSettings {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// The level: Lambda's `AWS_LAMBDA_LOG_LEVEL` first (the operator's setting in the
-    /// console or the template, and Lambda drops the lines below it anyway), then
-    /// `HAREL_LOG_LEVEL`, then `RUST_LOG` (which may hold per-crate directives), else
-    /// `info`. Lambda's `FATAL` is tracing's `error`.
+    /// The level: the more verbose of Lambda's `AWS_LAMBDA_LOG_LEVEL` (the operator's
+    /// `ApplicationLogLevel`) and `HAREL_LOG_LEVEL`, either alone when only one is set, else
+    /// `RUST_LOG` (which may hold per-crate directives), else `info`. The more verbose,
+    /// because Lambda drops the lines below its own level anyway, and the template keeps
+    /// `ApplicationLogLevel` at `INFO` or below so the EMF documents (level-less lines, INFO to
+    /// Lambda) are never dropped: a quieter function is asked for with `HAREL_LOG_LEVEL`.
+    /// Lambda's `FATAL` is tracing's `error`.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let filter = get(LAMBDA_LOG_LEVEL)
-            .map(|level| match level.trim().to_ascii_lowercase().as_str() {
+        let lambda =
+            get(LAMBDA_LOG_LEVEL).map(|level| match level.trim().to_ascii_lowercase().as_str() {
                 "fatal" => "error".to_string(),
                 other => other.to_string(),
-            })
-            .or_else(|| get(HAREL_LOG_LEVEL))
-            .or_else(|| get(RUST_LOG))
-            .unwrap_or_else(|| "info".to_string());
+            });
+        let filter = match (lambda, get(HAREL_LOG_LEVEL)) {
+            (Some(lambda), Some(harel)) => match (
+                lambda.parse::<LevelFilter>(),
+                harel.trim().parse::<LevelFilter>(),
+            ) {
+                (Ok(a), Ok(b)) => a.max(b).to_string(),
+                // a directive (`harel_lambda=debug,info`) says more than a level
+                _ => harel,
+            },
+            (Some(level), None) | (None, Some(level)) => level,
+            (None, None) => get(RUST_LOG).unwrap_or_else(|| "info".to_string()),
+        };
         let format = match get(LAMBDA_LOG_FORMAT) {
             Some(f) if f.trim().eq_ignore_ascii_case("text") => Format::Text,
             _ => Format::Json,
@@ -228,7 +241,7 @@ mod tests {
     }
 
     #[test]
-    fn lambdas_level_wins_then_harels_then_rust_log() {
+    fn the_more_verbose_of_lambdas_and_harels_level_then_rust_log() {
         assert_eq!(settings(&[]).filter, "info");
         assert_eq!(settings(&[(RUST_LOG, "warn")]).filter, "warn");
         assert_eq!(
@@ -237,7 +250,23 @@ mod tests {
         );
         assert_eq!(
             settings(&[(HAREL_LOG_LEVEL, "debug"), (LAMBDA_LOG_LEVEL, "ERROR")]).filter,
-            "error"
+            "debug"
+        );
+        assert_eq!(
+            settings(&[(HAREL_LOG_LEVEL, "error"), (LAMBDA_LOG_LEVEL, "INFO")]).filter,
+            "info"
+        );
+        assert_eq!(
+            settings(&[(HAREL_LOG_LEVEL, "warn"), (LAMBDA_LOG_LEVEL, "TRACE")]).filter,
+            "trace"
+        );
+        assert_eq!(
+            settings(&[
+                (HAREL_LOG_LEVEL, "harel_lambda=debug"),
+                (LAMBDA_LOG_LEVEL, "INFO")
+            ])
+            .filter,
+            "harel_lambda=debug"
         );
         assert_eq!(settings(&[(LAMBDA_LOG_LEVEL, "FATAL")]).filter, "error");
         assert_eq!(settings(&[]).format, Format::Json);
