@@ -268,8 +268,14 @@ async fn queues(world: &World, v: &mut Vec<String>) -> Result<(), FaultError> {
     )
     .await?;
     for m in dead {
+        let reason = m
+            .message
+            .message_attributes
+            .get(harel_sqs::REASON_ATTRIBUTE)
+            .and_then(|a| a.string_value.clone())
+            .unwrap_or_default();
         v.push(format!(
-            "a message was dead-lettered: {:?} (group {})",
+            "a message was dead-lettered: {:?} (group {}): {reason}",
             m.message.body,
             m.group()
         ));

@@ -49,7 +49,9 @@ fn obj(v: Value) -> Object {
 
 /// The kinds of script, each a path through a machine: emits, timers, forks and joins,
 /// region broadcasts, cancel-on-failure, counters a double application would show.
-pub const KINDS: [&str; 10] = [
+pub const KINDS: [&str; 12] = [
+    "fanout-ok",
+    "fanout-review",
     "flow-full",
     "flow-fork",
     "flow-boom",
@@ -74,6 +76,8 @@ pub fn script(kind: &'static str, n: usize) -> Script {
     let (machine, context) = match kind {
         "flow-full" | "flow-fork" | "flow-boom" => ("Flow", json!({"amount": n as i64 % 97})),
         "approval" => ("Approval", json!({"limit": 1000.0})),
+        "fanout-ok" => ("StormFan", json!({"items": [1, 2, n as i64 % 10]})),
+        "fanout-review" => ("StormFan", json!({"items": [1, 50]})),
         k if k.starts_with("order") => ("Order", json!({"items": 1 + n as i64 % 5})),
         _ => ("Fulfilment", json!({})),
     };
@@ -89,6 +93,10 @@ pub fn script(kind: &'static str, n: usize) -> Script {
             phases[3].push(ev(3, "DoneB", json!({})));
         }
         "flow-boom" => phases[1].push(ev(1, "Boom", json!({}))),
+        // the checks run and join during the create; the inline instances' timers fire
+        // after phase 1
+        "fanout-ok" => {}
+        "fanout-review" => phases[2].push(ev(2, "Stop", json!({}))),
         "order-paid" => {
             phases[1].push(ev(1, "PlaceOrder", json!({})));
             phases[2].push(ev(
@@ -139,6 +147,17 @@ pub fn script(kind: &'static str, n: usize) -> Script {
     }
 }
 
+/// The app's machines and the storm's own (`storm.stm`: submachines and fan-out).
+pub fn definitions() -> Vec<harel_model::Definition> {
+    const STORM: &str = include_str!("storm.stm");
+    let mut all = harel_app::machines::definitions().expect("the app's machines load");
+    let program = harel_lang::parse(STORM, "storm.stm").expect("storm.stm parses");
+    for name in program.machines.keys() {
+        all.push(harel_lang::load_str(STORM, Some(name), "storm.stm").expect("storm.stm loads"));
+    }
+    all
+}
+
 /// `count` scripts: one of each kind first, then kinds drawn from `rng`.
 pub fn scripts(count: usize, rng: &mut fastrand::Rng) -> Vec<Script> {
     (0..count)
@@ -179,12 +198,9 @@ impl Reference {
 
 pub async fn reference(scripts: &[Script]) -> Result<Reference, RuntimeError> {
     let clock = ManualClock::new(EPOCH);
-    let runner = DurableRunner::new(
-        MarkingStore::default(),
-        harel_app::machines::definitions().expect("the app's machines load"),
-    )
-    .with_registry(harel_app::actions::actions())
-    .with_clock(Arc::new(clock.clone()));
+    let runner = DurableRunner::new(MarkingStore::default(), definitions())
+        .with_registry(harel_app::actions::actions())
+        .with_clock(Arc::new(clock.clone()));
     let mut broadcasts: HashMap<String, HashSet<String>> = HashMap::new();
     for phase in 0..PHASES {
         for s in scripts {

@@ -113,7 +113,7 @@ impl World {
             sqs,
             store,
             clock,
-            definitions: harel_app::machines::definitions().map_err(setup("the app's machines"))?,
+            definitions: super::scenario::definitions(),
             inner_http,
             worker_concurrency,
         })
