@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use harel_dynamodb::DynamoDbStore;
 use harel_lambda::deliver::DeliverError;
 use harel_lambda::{
-    create_body, Config, Handled, Record, RecordError, Role, RuntimeDriver, Worker,
+    create_body, sweep_once, Config, Handled, Record, RecordError, Role, RuntimeDriver, Worker,
 };
 use harel_model::{Definition, Event, Execution, Object, Status};
-use harel_runtime::{ActionRegistry, ManualClock};
+use harel_runtime::{ActionRegistry, Clock, ManualClock};
 use harel_sqs::{Outgoing, SqsTransport, Transport};
 use harel_store::ExecutionStore;
 use serde_json::json;
@@ -57,6 +57,21 @@ machine Approver {
   from Waiting to Approved on Sign
 }
 
+machine Patient {
+  initial Wait
+  state Wait {
+    invoke {
+      initial Nap
+      carry slept
+      state Nap { timeout 30 }
+      final Woke success
+      from Nap to Woke on Timeout set context.slept = 30
+    }
+  }
+  final Rested success
+  from Wait to Rested on Returned where slept == 30
+}
+
 machine Broken {
   initial Call
   state Call { invoke nowhere.Machine }
@@ -72,7 +87,7 @@ fn endpoint() -> String {
 }
 
 fn definitions() -> Vec<Definition> {
-    ["Order", "Approver", "Broken"]
+    ["Order", "Approver", "Patient", "Broken"]
         .into_iter()
         .map(|name| harel_lang::load_str(MACHINES, Some(name), "sub.stm").expect(name))
         .collect()
@@ -84,6 +99,7 @@ type AppWorker =
 struct Stack {
     source: SqsTransport,
     worker: Arc<AppWorker>,
+    clock: ManualClock,
 }
 
 impl Stack {
@@ -116,12 +132,13 @@ impl Stack {
         .expect("config");
         let clock = ManualClock::new(1_700_000_000.0);
         let driver = RuntimeDriver::new(definitions(), ActionRegistry::with_stdlib())
-            .with_clock(Arc::new(clock));
+            .with_clock(Arc::new(clock.clone()));
         let transport = SqsTransport::new(sqs.clone(), &queue).with_dead_letter_queue(&dlq);
         let worker = Arc::new(Worker::new(store, transport, driver, None, config));
         Stack {
             source: SqsTransport::new(sqs, &queue),
             worker,
+            clock,
         }
     }
 
@@ -246,6 +263,56 @@ async fn an_invoke_then_a_fan_out_run_to_the_terminal_over_dynamodb_and_sqs() {
     let store = &stack.worker.store;
     assert!(store.pending_spawns().await.expect("spawns").is_empty());
     assert!(store.pending_outbox().await.expect("outbox").is_empty());
+}
+
+#[tokio::test]
+async fn reset_cancels_the_running_child_and_the_fresh_one_returns_on_its_timer() {
+    let stack = Stack::new().await;
+    let id = "patient-1";
+    stack
+        .send(id, create_body("Patient", Object::new(), Some(id)))
+        .await;
+    stack.pump().await;
+    assert_eq!(
+        stack.load("patient-1:Wait:0").await.status,
+        Status::Running,
+        "the inline child naps"
+    );
+
+    // Reset while the child runs: it is cancelled (through the queue), a fresh one invoked
+    stack.send(id, Event::new("Reset").to_json()).await;
+    stack.pump().await;
+    let parent = stack.load(id).await;
+    assert_eq!(parent.invoke_seq.get("Wait"), Some(&1));
+    let keys: Vec<&str> = parent.children.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["patient-1:Wait:1"]);
+    assert_eq!(
+        stack.load("patient-1:Wait:0").await.status,
+        Status::Cancelled
+    );
+    let fresh = stack.load("patient-1:Wait:1").await;
+    assert_eq!(fresh.status, Status::Running);
+    assert_eq!(fresh.definition_fqn.as_deref(), Some("Patient#Wait"));
+
+    // the sweeper fires the children's timers; the fresh child's return ends the parent
+    stack.clock.advance(30.0);
+    let fired = sweep_once(
+        &stack.worker.store,
+        &stack.worker.transport,
+        stack.clock.now(),
+    )
+    .await
+    .expect("sweep");
+    assert!(fired >= 1, "the fresh child's timer is due");
+    stack.pump().await;
+    let parent = stack.load(id).await;
+    assert_eq!(parent.status, Status::Done, "{parent:?}");
+    assert_eq!(parent.active_path.as_deref(), Some("Rested"));
+    assert_eq!(
+        stack.load("patient-1:Wait:0").await.status,
+        Status::Cancelled,
+        "a cancelled child's timer changes nothing"
+    );
 }
 
 #[tokio::test]
