@@ -8,8 +8,8 @@ use harel_store::StoreError;
 pub enum RuntimeError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The engine refused the step (a harel assertion, a corrupt execution, an unsupported
-    /// feature): nothing of it was committed.
+    /// The engine refused the step (a harel assertion, a corrupt execution): nothing of it
+    /// was committed.
     #[error(transparent)]
     Engine(#[from] EngineError),
     #[error("no execution {0:?}")]
