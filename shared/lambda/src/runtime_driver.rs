@@ -92,7 +92,14 @@ impl Driver for RuntimeDriver {
         exe: &mut Execution,
         event: Option<&Event>,
     ) -> Result<Stepped, DriveError> {
-        if !self.by_id.contains_key(&exe.definition_id) {
+        // harel's `_defn_for`: a submachine child whose definition is known here only by
+        // the FQN it was invoked by (its id differs when a resolver built it) still runs
+        let known = self.by_id.contains_key(&exe.definition_id)
+            || exe
+                .definition_fqn
+                .as_ref()
+                .is_some_and(|f| self.by_id.contains_key(f));
+        if !known {
             return Err(DriveError::UnknownMachine(exe.definition_id.clone()));
         }
         // a runner per step over the borrowed store: the runtime owns its store by value.
