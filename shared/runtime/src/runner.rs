@@ -147,11 +147,10 @@ impl<S: ExecutionStore> DurableRunner<S> {
         event: &Event,
     ) -> Result<Execution, RuntimeError> {
         let mut exe = self.loaded(execution_id).await?;
-        let defn = self
-            .definition(&exe.definition_id)
-            .ok_or_else(|| RuntimeError::UnknownDefinition(exe.definition_id.clone()))?;
+        let driver = self.driver();
+        let defn = driver.definition_for(&exe)?;
         check_event(&defn.events, &event.kind, &event.data)?;
-        self.driver().inject(&mut exe, event).await?;
+        driver.inject(&mut exe, event).await?;
         self.loaded(execution_id).await
     }
 

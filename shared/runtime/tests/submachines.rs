@@ -118,6 +118,22 @@ async fn invoke_returned_then_fan_out_joined() {
 }
 
 #[tokio::test]
+async fn a_child_known_only_by_its_fqn_runs() {
+    // a child harel created through a resolver: its definition's id is not the FQN
+    let r = DurableRunner::new(MemoryStore::new(), machines());
+    let mut child = harel_model::Execution::new("Child").with_id("x:Ask:0");
+    child.definition_fqn = Some("lib.Child".into());
+    child.parent_id = Some("x".into());
+    child.child_id = Some("x:Ask:0".into());
+    r.step(&mut child, None).await.expect("started by its FQN");
+    let done = r
+        .process("x:Ask:0", &Event::new("Sign"))
+        .await
+        .expect("runs");
+    assert_eq!(done.status, Status::Done);
+}
+
+#[tokio::test]
 async fn an_unknown_submachine_fails_clearly_and_keeps_the_spawn() {
     let only_parent: Vec<Definition> = machines().into_iter().take(1).collect();
     let r = DurableRunner::new(MemoryStore::new(), only_parent);
