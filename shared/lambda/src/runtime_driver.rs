@@ -15,7 +15,6 @@ use harel_store::{
 use crate::driver::{DriveError, Driver, Stepped};
 
 pub struct RuntimeDriver {
-    definitions: Vec<Definition>,
     by_id: HashMap<String, Arc<Definition>>,
     registry: ActionRegistry,
     clock: Arc<dyn Clock>,
@@ -26,9 +25,8 @@ impl RuntimeDriver {
     /// actions (`join all|any` needs `harel.lib.join_success`).
     pub fn new(definitions: Vec<Definition>, registry: ActionRegistry) -> Self {
         // inline and imported submachines too, by their FQN (a spawn names one of those)
-        let by_id = harel_runtime::register(definitions.iter().cloned());
+        let by_id = harel_runtime::register(definitions);
         RuntimeDriver {
-            definitions,
             by_id,
             registry,
             clock: Arc::new(SystemClock),
@@ -103,8 +101,8 @@ impl Driver for RuntimeDriver {
             return Err(DriveError::UnknownMachine(exe.definition_id.clone()));
         }
         // a runner per step over the borrowed store: the runtime owns its store by value.
-        // The definitions are cloned for it (small next to the step's network round trips).
-        let runner = DurableRunner::new(Recording::new(store), self.definitions.iter().cloned())
+        // It shares the definitions (a map of `Arc`s), nothing is deep-copied.
+        let runner = DurableRunner::with_registered(Recording::new(store), self.by_id.clone())
             .with_registry(self.registry.clone())
             .with_clock(self.clock.clone());
         runner

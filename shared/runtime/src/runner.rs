@@ -45,9 +45,14 @@ impl<S: ExecutionStore> DurableRunner<S> {
     /// A runner over `store` for `definitions` (by their `id`), with `harel.lib.*` bound,
     /// the system clock, the FAILED policy and no trace.
     pub fn new(store: S, definitions: impl IntoIterator<Item = Definition>) -> Self {
+        Self::with_registered(store, register(definitions))
+    }
+
+    /// A runner over definitions already registered (by [`register`]): shared, not copied.
+    pub fn with_registered(store: S, definitions: HashMap<String, Arc<Definition>>) -> Self {
         DurableRunner {
             store,
-            definitions: register(definitions),
+            definitions,
             registry: ActionRegistry::with_stdlib(),
             clock: Arc::new(SystemClock),
             policy: ActionErrorPolicy::Fail,
