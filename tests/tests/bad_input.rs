@@ -406,7 +406,10 @@ async fn a_step_past_400_kb_writes_nothing_and_is_dead_lettered() {
         &[
             (id, create_body("Fulfilment", Object::new(), None)),
             (id, Event::new("Picked").with_id("h-picked").to_json()),
-            (id, Event::new("PaymentCaptured").with_id("h-paid").to_json()),
+            (
+                id,
+                Event::new("PaymentCaptured").with_id("h-paid").to_json(),
+            ),
         ],
     )
     .await;
@@ -420,16 +423,27 @@ async fn a_step_past_400_kb_writes_nothing_and_is_dead_lettered() {
     assert!(seen.iter().all(|(_, r)| r.is_ok()), "nothing retried");
     let after = w.store.load(id).await.expect("load").expect("exists");
     // the broadcast's processed mark is the parent's one write
-    assert_eq!(after.version, before.version + 1, "{}", after.to_json().len());
+    assert_eq!(
+        after.version,
+        before.version + 1,
+        "{}",
+        after.to_json().len()
+    );
     assert_eq!(after.active_path, before.active_path);
     assert!(!after.context.contains_key("parcel"));
-    assert!(!after.children.values().any(|c| c.finished && c.key.ends_with("Warehouse")));
+    assert!(!after
+        .children
+        .values()
+        .any(|c| c.finished && c.key.ends_with("Warehouse")));
     assert!(w.store.pending_outbox().await.expect("outbox").is_empty());
     let dead = dead_letters(&w).await;
     assert_eq!(dead.len(), 1);
     let why = reason(&dead[0]);
     assert!(why.starts_with("event Finished for huge-1:"), "{why}");
-    assert!(why.contains("409600-byte item limit") && why.contains("nothing was written"), "{why}");
+    assert!(
+        why.contains("409600-byte item limit") && why.contains("nothing was written"),
+        "{why}"
+    );
 }
 
 /// The trace ring keeps the last N steps of an execution, whatever was written past it.

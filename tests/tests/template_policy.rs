@@ -88,14 +88,20 @@ fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
                 .iter()
                 .map(resource_ref)
                 .collect();
-            assert!(!targets.is_empty(), "{function}: a statement without Resource");
+            assert!(
+                !targets.is_empty(),
+                "{function}: a statement without Resource"
+            );
             for action in &actions {
                 assert!(
                     !action.contains('*'),
                     "{function}: wildcard action {action:?}"
                 );
                 for r in &targets {
-                    assert!(!r.contains('*'), "{function}: wildcard resource {r:?} for {action}");
+                    assert!(
+                        !r.contains('*'),
+                        "{function}: wildcard resource {r:?} for {action}"
+                    );
                     let logical = r.strip_suffix(".Arn").unwrap_or_else(|| {
                         panic!("{function}: resource {r:?} is not a !GetAtt X.Arn of this template")
                     });
@@ -114,25 +120,73 @@ fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
 /// What each function's code calls, as (SDK operation, resource, why). IAM checks a
 /// TransactWriteItems per item (PutItem/DeleteItem/...) and a SendMessageBatch as SendMessage.
 const WORKER: &[(&str, &str, &str)] = &[
-    ("GetItem", "ExecutionsTable", "load (create's existence check, live regions, a child's parent)"),
+    (
+        "GetItem",
+        "ExecutionsTable",
+        "load (create's existence check, live regions, a child's parent)",
+    ),
     ("BatchGetItem", "ExecutionsTable", "load_for_event"),
-    ("BatchGetItem", "ProcessedTable", "load_for_event's dedupe mark"),
-    ("TransactWriteItems:Put", "ExecutionsTable", "commit: the CAS write"),
+    (
+        "BatchGetItem",
+        "ProcessedTable",
+        "load_for_event's dedupe mark",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "ExecutionsTable",
+        "commit: the CAS write",
+    ),
     ("TransactWriteItems:Put", "OutboxTable", "commit: emits"),
-    ("TransactWriteItems:Put", "SpawnsTable", "commit: spawn intents"),
-    ("TransactWriteItems:Put", "TimersTable", "commit: timer schedules"),
-    ("TransactWriteItems:Delete", "TimersTable", "commit: timer cancels"),
-    ("TransactWriteItems:Put", "ProcessedTable", "commit: the processed mark"),
-    ("Scan", "SpawnsTable", "inline delivery finds its spawn seqs"),
+    (
+        "TransactWriteItems:Put",
+        "SpawnsTable",
+        "commit: spawn intents",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "TimersTable",
+        "commit: timer schedules",
+    ),
+    (
+        "TransactWriteItems:Delete",
+        "TimersTable",
+        "commit: timer cancels",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "ProcessedTable",
+        "commit: the processed mark",
+    ),
+    (
+        "Scan",
+        "SpawnsTable",
+        "inline delivery finds its spawn seqs",
+    ),
     ("DeleteItem", "OutboxTable", "outbox ack"),
     ("DeleteItem", "SpawnsTable", "spawn ack"),
     ("PutItem", "IdempotencyTable", "claim"),
-    ("GetItem", "IdempotencyTable", "get_record after a refused claim"),
+    (
+        "GetItem",
+        "IdempotencyTable",
+        "get_record after a refused claim",
+    ),
     ("UpdateItem", "IdempotencyTable", "completion"),
     ("DeleteItem", "IdempotencyTable", "a failed record released"),
-    ("SendMessageBatch", "Queue", "outbox delivery, region broadcasts"),
-    ("ChangeMessageVisibility", "Queue", "parking a SUSPENDED execution's message"),
-    ("SendMessage", "DeadLetterQueue", "dead letters with their reason"),
+    (
+        "SendMessageBatch",
+        "Queue",
+        "outbox delivery, region broadcasts",
+    ),
+    (
+        "ChangeMessageVisibility",
+        "Queue",
+        "parking a SUSPENDED execution's message",
+    ),
+    (
+        "SendMessage",
+        "DeadLetterQueue",
+        "dead letters with their reason",
+    ),
     // the SQS event source mapping polls with the function's role
     ("ReceiveMessage", "Queue", "event source mapping"),
     ("DeleteMessage", "Queue", "event source mapping"),
@@ -143,11 +197,31 @@ const RELAY: &[(&str, &str, &str)] = &[
     ("Scan", "OutboxTable", "pending_outbox"),
     ("Scan", "SpawnsTable", "pending_spawns"),
     ("GetItem", "ExecutionsTable", "a child exists? its parent"),
-    ("TransactWriteItems:Put", "ExecutionsTable", "a child's create (its start's commit)"),
-    ("TransactWriteItems:Put", "OutboxTable", "the child's start emits"),
-    ("TransactWriteItems:Put", "SpawnsTable", "the child's own regions"),
-    ("TransactWriteItems:Put", "TimersTable", "the child's timers"),
-    ("TransactWriteItems:Delete", "TimersTable", "timer cancels in the child's start"),
+    (
+        "TransactWriteItems:Put",
+        "ExecutionsTable",
+        "a child's create (its start's commit)",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "OutboxTable",
+        "the child's start emits",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "SpawnsTable",
+        "the child's own regions",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "TimersTable",
+        "the child's timers",
+    ),
+    (
+        "TransactWriteItems:Delete",
+        "TimersTable",
+        "timer cancels in the child's start",
+    ),
     ("DeleteItem", "OutboxTable", "outbox ack"),
     ("DeleteItem", "SpawnsTable", "spawn ack"),
     ("SendMessageBatch", "Queue", "outbox delivery"),
@@ -155,7 +229,11 @@ const RELAY: &[(&str, &str, &str)] = &[
 
 const SWEEPER: &[(&str, &str, &str)] = &[
     ("Scan", "TimersTable", "due_timers"),
-    ("DeleteItem", "TimersTable", "delete_timer (fire_at guarded)"),
+    (
+        "DeleteItem",
+        "TimersTable",
+        "delete_timer (fire_at guarded)",
+    ),
     ("SendMessageBatch", "Queue", "Timeout publishes"),
 ];
 
@@ -166,7 +244,11 @@ fn iam_action(op: &str) -> String {
         "SendMessageBatch" => "sqs:SendMessage".into(),
         op if matches!(
             op,
-            "SendMessage" | "ChangeMessageVisibility" | "ReceiveMessage" | "DeleteMessage" | "GetQueueAttributes"
+            "SendMessage"
+                | "ChangeMessageVisibility"
+                | "ReceiveMessage"
+                | "DeleteMessage"
+                | "GetQueueAttributes"
         ) =>
         {
             format!("sqs:{op}")
@@ -190,7 +272,9 @@ fn each_function_is_granted_exactly_what_its_code_uses() {
         let granted = grants(&t, function);
         let needed = needs(table);
         for extra in granted.difference(&needed) {
-            failures.push(format!("{function} is granted {extra:?}, which its code never uses"));
+            failures.push(format!(
+                "{function} is granted {extra:?}, which its code never uses"
+            ));
         }
         for missing in needed.difference(&granted) {
             failures.push(format!("{function} needs {missing:?}, not granted"));
@@ -202,12 +286,33 @@ fn each_function_is_granted_exactly_what_its_code_uses() {
 /// `.operation()` calls of the SDK fluent clients in a crate's sources.
 fn sdk_calls(dir: &Path, found: &mut BTreeMap<String, BTreeSet<String>>) {
     const OPS: &[&str] = &[
-        "get_item", "batch_get_item", "transact_write_items", "transact_get_items", "put_item",
-        "update_item", "delete_item", "query", "scan", "batch_write_item", "create_table",
-        "describe_table", "delete_table", "update_time_to_live", "send_message",
-        "send_message_batch", "change_message_visibility", "change_message_visibility_batch",
-        "receive_message", "delete_message", "delete_message_batch", "get_queue_attributes",
-        "get_queue_url", "create_queue", "purge_queue", "delete_queue", "set_queue_attributes",
+        "get_item",
+        "batch_get_item",
+        "transact_write_items",
+        "transact_get_items",
+        "put_item",
+        "update_item",
+        "delete_item",
+        "query",
+        "scan",
+        "batch_write_item",
+        "create_table",
+        "describe_table",
+        "delete_table",
+        "update_time_to_live",
+        "send_message",
+        "send_message_batch",
+        "change_message_visibility",
+        "change_message_visibility_batch",
+        "receive_message",
+        "delete_message",
+        "delete_message_batch",
+        "get_queue_attributes",
+        "get_queue_url",
+        "create_queue",
+        "purge_queue",
+        "delete_queue",
+        "set_queue_attributes",
     ];
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -220,10 +325,12 @@ fn sdk_calls(dir: &Path, found: &mut BTreeMap<String, BTreeSet<String>>) {
             let text = std::fs::read_to_string(&path).expect("a readable source");
             for op in OPS {
                 if text.contains(&format!(".{op}()")) {
-                    found
-                        .entry(op.to_string())
-                        .or_default()
-                        .insert(path.strip_prefix(root()).unwrap_or(&path).display().to_string());
+                    found.entry(op.to_string()).or_default().insert(
+                        path.strip_prefix(root())
+                            .unwrap_or(&path)
+                            .display()
+                            .to_string(),
+                    );
                 }
             }
         }
@@ -282,10 +389,16 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
     assert!(unknown.is_empty(), "{}", unknown.join("\n"));
     for op in used {
         // the table lists nothing the code does not call (the event source's three are Lambda's)
-        if matches!(op.as_str(), "receive_message" | "delete_message" | "get_queue_attributes") {
+        if matches!(
+            op.as_str(),
+            "receive_message" | "delete_message" | "get_queue_attributes"
+        ) {
             continue;
         }
-        assert!(found.contains_key(&op), "the table lists {op}, which no crate calls");
+        assert!(
+            found.contains_key(&op),
+            "the table lists {op}, which no crate calls"
+        );
     }
 }
 
@@ -315,13 +428,17 @@ fn queues_and_tables_are_encrypted_and_dead_letters_kept_14_days() {
                     .and_then(|s| s.get("SSEEnabled"))
                     .map(str_of);
                 if sse.as_deref() != Some("true") {
-                    failures.push(format!("table {name}: SSESpecification.SSEEnabled is not true"));
+                    failures.push(format!(
+                        "table {name}: SSESpecification.SSEEnabled is not true"
+                    ));
                 }
             }
             "AWS::SQS::Queue" => {
                 let managed = prop("SqsManagedSseEnabled").map(str_of);
                 if managed.as_deref() != Some("true") && prop("KmsMasterKeyId").is_none() {
-                    failures.push(format!("queue {name}: neither SqsManagedSseEnabled nor a KMS key"));
+                    failures.push(format!(
+                        "queue {name}: neither SqsManagedSseEnabled nor a KMS key"
+                    ));
                 }
                 if dlqs.contains(&name) {
                     let retention = prop("MessageRetentionPeriod").map(str_of);
