@@ -129,10 +129,10 @@ fn error_message((kind, message): &Failure, cause: Option<&Failure>) -> String {
     }
 }
 
-impl<S: ExecutionStore> Driver<'_, S> {
+impl<'r, S: ExecutionStore> Driver<'r, S> {
     /// harel `_defn_for`: by the execution's `definition_id`, else (a submachine child
     /// whose definition is registered under its FQN only) by its `definition_fqn`.
-    pub fn definition_for(&self, exe: &Execution) -> Result<&Definition, RuntimeError> {
+    pub fn definition_for(&self, exe: &Execution) -> Result<&'r Definition, RuntimeError> {
         self.definitions
             .get(&exe.definition_id)
             .or_else(|| {

@@ -1,5 +1,6 @@
 //! What a runner call can fail with.
 
+use harel_control::ControlError;
 use harel_engine::EngineError;
 use harel_model::schema::{ContextError, EventError};
 use harel_store::StoreError;
@@ -30,4 +31,20 @@ pub enum RuntimeError {
     /// `Type: message`; the step was not committed.
     #[error("unhandled action error: {0}")]
     ActionFailed(String),
+    /// A control command refused (a redrive target, a Definition that is not the
+    /// execution's).
+    #[error(transparent)]
+    Control(ControlError),
+}
+
+impl From<ControlError> for RuntimeError {
+    /// The runner's own variants where the control plane's mean the same thing.
+    fn from(e: ControlError) -> Self {
+        match e {
+            ControlError::NotFound(id) => RuntimeError::NotFound(id),
+            ControlError::Store(s) => RuntimeError::Store(s),
+            ControlError::Engine(e) => RuntimeError::Engine(e),
+            other => RuntimeError::Control(other),
+        }
+    }
 }

@@ -1,9 +1,8 @@
 //! Drives the pure engine over stored executions (harel `driving.py` + `hosting.py`):
 //! actions bound by name, the effect loop and its error routing, one atomic commit per
 //! step, the inline relay (regions created, emits delivered) and timers on a clock.
-//!
-//! The control plane (`cancel`/`terminate`/`suspend`/`resume`/`redrive`) comes later; a
-//! cooperative cancel today is a `Cancel` event sent with [`DurableRunner::process`].
+//! The runner's control methods (`cancel`, `terminate`, `suspend`, `resume`, `redrive`) are
+//! `harel-control`'s commands followed, like harel's, by the inline relay.
 
 pub mod actions;
 pub mod clock;
@@ -19,5 +18,6 @@ pub use actions::{
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use driver::{ActionErrorPolicy, ActionKeys, CONTROL_EVENTS};
 pub use error::RuntimeError;
+pub use harel_control::ControlError;
 pub use harel_engine::ActionError;
 pub use runner::{register, DurableRunner};

@@ -183,4 +183,68 @@ impl<S: ExecutionStore> DurableRunner<S> {
     pub async fn recover(&self) -> Result<(), RuntimeError> {
         self.driver().flush().await
     }
+
+    /// The Definition the control plane decides against: the execution's own.
+    async fn control_target(&self, execution_id: &str) -> Result<&Definition, RuntimeError> {
+        let exe = self.loaded(execution_id).await?;
+        self.driver().definition_for(&exe)
+    }
+
+    /// harel `DurableRunner.cancel`: cooperative when the machine models `Cancel` (the
+    /// execution goes CANCELLING with a `Cancel` in the outbox, which the inline relay then
+    /// delivers, so the machine's cleanup has run to its terminal when this returns),
+    /// forceful otherwise. `reason` is the `Cancel`'s data. Regions are cancelled too.
+    pub async fn cancel(
+        &self,
+        execution_id: &str,
+        reason: Option<Object>,
+    ) -> Result<Execution, RuntimeError> {
+        let defn = self.control_target(execution_id).await?;
+        let now = self.clock.now();
+        let reason = reason.unwrap_or_default();
+        harel_control::cancel_with_reason(&self.store, defn, execution_id, reason, now).await?;
+        // harel flushes the whole outbox here, not only this Cancel (`driver._flush_flow`)
+        self.driver().flush().await?;
+        self.loaded(execution_id).await
+    }
+
+    /// Forceful cancel: CANCELLED at once, no hooks; regions too.
+    pub async fn terminate(&self, execution_id: &str) -> Result<Execution, RuntimeError> {
+        harel_control::terminate(&self.store, execution_id, self.clock.now()).await?;
+        self.loaded(execution_id).await
+    }
+
+    /// RUNNING -> SUSPENDED, state and timers kept; regions too. An event processed while
+    /// SUSPENDED is consumed without effect (harel's engine ignores a domain event unless
+    /// RUNNING; only the queue worker parks messages).
+    pub async fn suspend(&self, execution_id: &str) -> Result<Execution, RuntimeError> {
+        harel_control::suspend(&self.store, execution_id, self.clock.now()).await?;
+        self.loaded(execution_id).await
+    }
+
+    /// SUSPENDED -> RUNNING, continuing where it stopped; regions too.
+    pub async fn resume(&self, execution_id: &str) -> Result<Execution, RuntimeError> {
+        harel_control::resume(&self.store, execution_id, self.clock.now()).await?;
+        self.loaded(execution_id).await
+    }
+
+    /// A FAILED execution back to RUNNING at `target_path` (a leaf of its own branch), once
+    /// the bug that failed it is fixed; a no-op unless FAILED. Not propagated, no relay (as
+    /// harel).
+    pub async fn redrive(
+        &self,
+        execution_id: &str,
+        target_path: &str,
+    ) -> Result<Execution, RuntimeError> {
+        let defn = self.control_target(execution_id).await?;
+        harel_control::redrive(
+            &self.store,
+            defn,
+            execution_id,
+            target_path,
+            self.clock.now(),
+        )
+        .await?;
+        self.loaded(execution_id).await
+    }
 }
