@@ -162,6 +162,21 @@ const WORKER: &[(&str, &str, &str)] = &[
         "SpawnsTable",
         "inline delivery finds its spawn seqs",
     ),
+    (
+        "TransactWriteItems:Put",
+        "TraceTable",
+        "commit: the trace entry (HAREL_TRACE)",
+    ),
+    (
+        "TransactWriteItems:Delete",
+        "TraceTable",
+        "commit: the trace ring's oldest entry",
+    ),
+    (
+        "Query",
+        "TraceTable",
+        "the highest trace idx, when the execution item lacks it",
+    ),
     ("DeleteItem", "OutboxTable", "outbox ack"),
     ("DeleteItem", "SpawnsTable", "spawn ack"),
     ("PutItem", "IdempotencyTable", "claim"),
@@ -221,6 +236,21 @@ const RELAY: &[(&str, &str, &str)] = &[
         "TransactWriteItems:Delete",
         "TimersTable",
         "timer cancels in the child's start",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "TraceTable",
+        "the child's start, traced (HAREL_TRACE)",
+    ),
+    (
+        "TransactWriteItems:Delete",
+        "TraceTable",
+        "the trace ring's oldest entry",
+    ),
+    (
+        "Query",
+        "TraceTable",
+        "the highest trace idx, after a collision",
     ),
     ("DeleteItem", "OutboxTable", "outbox ack"),
     ("DeleteItem", "SpawnsTable", "spawn ack"),
@@ -375,10 +405,9 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
     let elsewhere: BTreeMap<&str, &str> = BTreeMap::from([
         ("create_table", "ensure_tables / local-setup / the CLI (tables are the template's in AWS)"),
         ("create_queue", "tests and local-setup (queues are the template's in AWS)"),
-        ("query", "trace reads and harel show (the functions refuse HAREL_TRACE=true)"),
         ("update_item", "SeqAllocation::Counter, not the functions' default (the idempotency layer's UpdateItem is listed)"),
         ("batch_write_item", "purge (the CLI)"),
-        ("put_item", "the trace ring outside a commit (trace is off in the functions); the idempotency claim is listed"),
+        ("put_item", "append_trace, outside a commit (the CLI, tests); the idempotency claim is listed"),
     ]);
     let mut unknown = Vec::new();
     for (op, files) in &found {

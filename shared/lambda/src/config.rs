@@ -23,6 +23,8 @@ pub const IDEMPOTENCY_EXPIRY: &str = "HAREL_IDEMPOTENCY_EXPIRY_SECONDS";
 pub const TRACE: &str = "HAREL_TRACE";
 /// Steps kept per execution when the trace is on.
 pub const TRACE_MAX: &str = "HAREL_TRACE_MAX";
+/// harel's `DEFAULT_TRACE_MAX`.
+pub const DEFAULT_TRACE_MAX: usize = 200;
 pub const REGION: &str = "AWS_REGION";
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 
@@ -60,6 +62,10 @@ pub struct Config {
     pub sweep_window: Duration,
     pub time_reserve: Duration,
     pub idempotency_expiry: Duration,
+    /// harel's opt-in execution timeline: every committed step writes one trace entry.
+    pub trace: bool,
+    /// The trace ring: steps kept per execution (harel's `trace_max`, default 200).
+    pub trace_max: usize,
 }
 
 impl Config {
@@ -138,27 +144,34 @@ impl Config {
                 }
             },
         };
-        if let Some(v) = get(TRACE_MAX) {
-            if !matches!(v.trim().parse::<usize>(), Ok(n) if n >= 1) {
-                return Err(invalid(
-                    TRACE_MAX,
-                    &v,
-                    "expected a whole number of at least 1",
-                ));
-            }
-        }
-        match get(TRACE).as_deref().map(str::trim) {
-            None | Some("false") | Some("0") => {}
-            Some("true") | Some("1") => {
-                // never silently untraced: the serverless driver does not write the trace yet
+        // harel reads "1"/"true"/"yes"/"on" (any case) as on and anything else as off; a
+        // value that is neither a yes nor a no is refused here rather than read as off
+        let trace = match get(TRACE).map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            None | Some("0" | "false" | "no" | "off") => false,
+            Some("1" | "true" | "yes" | "on") => true,
+            Some(_) => {
                 return Err(invalid(
                     TRACE,
-                    "true",
-                    "the execution trace is not supported by the serverless functions yet",
-                ));
+                    &get(TRACE).unwrap_or_default(),
+                    "expected true or false",
+                ))
             }
-            Some(other) => return Err(invalid(TRACE, other, "expected true or false")),
-        }
+        };
+        let trace_max = match get(TRACE_MAX) {
+            None => DEFAULT_TRACE_MAX,
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(n) if n >= 1 => n,
+                // harel takes 0 as "no ring" (unbounded): refused, since an unbounded
+                // trace outgrows the partition and the bill unnoticed
+                _ => {
+                    return Err(invalid(
+                        TRACE_MAX,
+                        &v,
+                        "expected a whole number of at least 1",
+                    ))
+                }
+            },
+        };
         let sweep_interval = seconds(SWEEP_INTERVAL, 1.0)?;
         if sweep_interval.is_zero() {
             return Err(invalid(
@@ -192,6 +205,8 @@ impl Config {
                     .map_err(|_| invalid(TIME_RESERVE, &v, "expected whole milliseconds"))?,
             }),
             idempotency_expiry: seconds(IDEMPOTENCY_EXPIRY, 3600.0)?,
+            trace,
+            trace_max,
         })
     }
 }
@@ -259,6 +274,26 @@ mod tests {
     }
 
     #[test]
+    fn the_trace_is_off_by_default_and_read_as_harel_reads_it() {
+        let c = Config::from_lookup(Role::Worker, env(&BASE)).expect("valid");
+        assert!(!c.trace);
+        assert_eq!(c.trace_max, 200);
+        for (value, on) in [
+            ("true", true),
+            ("1", true),
+            ("On", true),
+            ("false", false),
+            ("0", false),
+        ] {
+            let mut e = BASE.to_vec();
+            e.push((TRACE, value));
+            e.push((TRACE_MAX, "3"));
+            let c = Config::from_lookup(Role::Relay, env(&e)).expect("valid");
+            assert_eq!((c.trace, c.trace_max), (on, 3), "{value}");
+        }
+    }
+
+    #[test]
     fn missing_settings_name_the_variable() {
         for (name, _) in BASE {
             let rest: Vec<(&str, &str)> =
@@ -290,9 +325,14 @@ mod tests {
         assert!(err.to_string().contains(ENDPOINT_URL), "{err}");
 
         let mut e = BASE.to_vec();
-        e.push((TRACE, "true"));
-        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("trace unsupported");
-        assert!(err.to_string().contains("not supported"), "{err}");
+        e.push((TRACE, "maybe"));
+        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("not a yes or no");
+        assert!(err.to_string().starts_with("HAREL_TRACE="), "{err}");
+
+        let mut e = BASE.to_vec();
+        e.push((TRACE_MAX, "0"));
+        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("no ring");
+        assert!(err.to_string().starts_with("HAREL_TRACE_MAX="), "{err}");
 
         let mut e = BASE.to_vec();
         e[1] = (TABLE_PREFIX, "bad prefix!");

@@ -18,6 +18,7 @@ pub struct RuntimeDriver {
     by_id: HashMap<String, Arc<Definition>>,
     registry: ActionRegistry,
     clock: Arc<dyn Clock>,
+    trace: bool,
 }
 
 impl RuntimeDriver {
@@ -30,7 +31,15 @@ impl RuntimeDriver {
             by_id,
             registry,
             clock: Arc::new(SystemClock),
+            trace: false,
         }
+    }
+
+    /// harel's `trace=True`: each step's commit carries its trace entry (the store keeps the
+    /// ring; give it the configured `trace_max`).
+    pub fn with_trace(mut self, trace: bool) -> Self {
+        self.trace = trace;
+        self
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -104,7 +113,8 @@ impl Driver for RuntimeDriver {
         // It shares the definitions (a map of `Arc`s), nothing is deep-copied.
         let runner = DurableRunner::with_registered(Recording::new(store), self.by_id.clone())
             .with_registry(self.registry.clone())
-            .with_clock(self.clock.clone());
+            .with_clock(self.clock.clone())
+            .with_trace(self.trace);
         runner
             .step(exe, event)
             .await
