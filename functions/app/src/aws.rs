@@ -86,16 +86,26 @@ pub fn driver() -> Result<AppDriver, BootError> {
 
 pub async fn boot(role: Role) -> Result<Booted, BootError> {
     let config = Config::from_env(role)?;
+    // the SDK's standard chain: AWS_REGION, credentials, AWS_ENDPOINT_URL for local endpoints
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    boot_with(role, config, &sdk).await
+}
+
+/// [`boot`] from a configuration already read and the SDK's (tests on moto boot the
+/// functions' own wiring this way, without touching the process environment).
+pub async fn boot_with(
+    role: Role,
+    config: Config,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Booted, BootError> {
     // the worker and the relay (a child's start) commit steps: with the trace on, each
     // carries its entry, in the store's ring of `trace_max`
     let driver = driver()?.with_trace(config.trace);
-    // the SDK's standard chain: AWS_REGION, credentials, AWS_ENDPOINT_URL for local endpoints
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
     let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)
         .map_err(|e| BootError::Store(e.to_string()))?
         .with_trace_max(config.trace_max);
-    let mut transport = SqsTransport::new(aws_sdk_sqs::Client::new(&sdk), config.queue_url.clone());
+    let mut transport = SqsTransport::new(aws_sdk_sqs::Client::new(sdk), config.queue_url.clone());
     if let Some(dlq) = &config.dlq_url {
         transport = transport.with_dead_letter_queue(dlq.clone());
     }

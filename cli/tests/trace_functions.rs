@@ -1,0 +1,342 @@
+//! The execution trace written by the serverless functions, on the moto server
+//! (`scripts/with-moto.sh cargo test -p harel-cli --test trace_functions`): the worker booted
+//! by the functions' own wiring (`harel_app::aws::boot_with`) with `HAREL_TRACE=true` and a
+//! small `HAREL_TRACE_MAX` runs a ShopOrder driven by the built `harel` binary; each step
+//! (the regions' starts included) leaves harel's trace entry, the ring keeps the newest, `harel
+//! trace ID` prints the timeline, and harel 0.9.0's own `DynamoDBStore.read_trace` reads the
+//! same entries.
+
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::Duration;
+
+use harel_app::aws::AppWorker;
+use harel_dynamodb::DynamoDbStore;
+use harel_lambda::{Config, Record, Role};
+use harel_model::{Object, Status};
+use harel_sqs::SqsTransport;
+use harel_store::ExecutionStore;
+use serde_json::{json, Value};
+
+/// The ring size the functions are configured with here: the parent's six steps overflow it.
+const TRACE_MAX: usize = 4;
+
+fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").expect(
+        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
+    )
+}
+
+struct Stack {
+    prefix: String,
+    queue: String,
+    source: SqsTransport,
+    worker: Arc<AppWorker>,
+    store: DynamoDbStore,
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn has(haystack: &str, needle: &str) {
+    assert!(haystack.contains(needle), "{needle:?} not in:\n{haystack}");
+}
+
+async fn idempotency_table(client: &aws_sdk_dynamodb::Client, name: &str) {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("id")
+                .key_type(KeyType::Hash)
+                .build()
+                .expect("key"),
+        )
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("id")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .expect("attribute"),
+        )
+        .send()
+        .await
+        .expect("the idempotency table");
+}
+
+impl Stack {
+    /// Tables, queues and the worker as `boot(Role::Worker)` builds it from `env`.
+    async fn new(trace: &str) -> Stack {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(endpoint())
+            .load()
+            .await;
+        let prefix = format!("tr{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+        let store = DynamoDbStore::new(ddb.clone(), &prefix).expect("prefix");
+        store.ensure_tables().await.expect("tables");
+        idempotency_table(&ddb, &format!("{prefix}_idempotency")).await;
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
+            .await
+            .expect("queue");
+        let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
+            .await
+            .expect("dlq");
+        let env = [
+            ("AWS_REGION", "us-east-1".to_string()),
+            ("HAREL_TABLE_PREFIX", prefix.clone()),
+            ("HAREL_QUEUE_URL", queue.clone()),
+            ("HAREL_DLQ_URL", dlq),
+            ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
+            ("HAREL_TRACE", trace.to_string()),
+            ("HAREL_TRACE_MAX", TRACE_MAX.to_string()),
+        ];
+        let config = Config::from_lookup(Role::Worker, |k| {
+            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        })
+        .expect("config");
+        let booted = harel_app::aws::boot_with(Role::Worker, config, &sdk)
+            .await
+            .expect("the worker boots");
+        Stack {
+            source: SqsTransport::new(sqs, &queue),
+            prefix,
+            queue,
+            worker: booted.into_worker(),
+            store,
+        }
+    }
+
+    /// The built `harel` binary against these tables and this queue.
+    fn harel(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_harel"))
+            .args(args)
+            .args(["--table-prefix", &self.prefix, "--queue-url", &self.queue])
+            .env_remove("HAREL_TABLE_PREFIX")
+            .env_remove("HAREL_QUEUE_URL")
+            .output()
+            .expect("harel runs")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.harel(args);
+        assert!(
+            out.status.success(),
+            "harel {args:?} failed: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    /// What the Lambda event source does: every message to the worker until none is left.
+    async fn pump(&self) {
+        for _ in 0..30 {
+            let got = self
+                .source
+                .receive(10, Duration::ZERO, Duration::from_secs(30))
+                .await
+                .expect("receive");
+            if got.is_empty() {
+                return;
+            }
+            let records = got
+                .iter()
+                .map(|m| Record {
+                    message_id: m.message_id.clone(),
+                    receipt_handle: m.receipt_handle.clone(),
+                    group_id: Some(m.group_id.clone()),
+                    body: m.body.clone(),
+                })
+                .collect();
+            let outcome = self.worker.handle_batch(records, None).await;
+            assert!(outcome.failed_ids().is_empty(), "{:?}", outcome.records);
+            for m in &got {
+                self.source
+                    .delete(self.source.queue_url(), &m.receipt_handle)
+                    .await
+                    .expect("delete");
+            }
+        }
+        panic!("the queue never drained");
+    }
+
+    /// A ShopOrder through the functions to its success terminal: create, PlaceOrder,
+    /// PaymentAuthorized (the fork: two regions started by the worker, each reporting
+    /// Finished), Delivered.
+    async fn run_shop_order(&self, id: &str) {
+        self.ok(&[
+            "create",
+            "ShopOrder",
+            "--id",
+            id,
+            "--context",
+            r#"{"items": 3, "unit_price": 20.0}"#,
+        ]);
+        self.pump().await;
+        for event in [
+            "PlaceOrder",
+            r#"PaymentAuthorized:{"amount": 60.0}"#,
+            "Delivered",
+        ] {
+            self.ok(&["send", id, "-e", event]);
+            self.pump().await;
+        }
+        let exe = self.store.load(id).await.expect("load").expect("exists");
+        assert_eq!(
+            (exe.status, exe.outcome.as_deref()),
+            (Status::Done, Some("success")),
+            "{exe:?}"
+        );
+    }
+}
+
+/// harel's `_trace_step` keys, plus the `index` `read_trace` adds (and `assigned` when a
+/// `set` wrote something).
+fn assert_harels_shape(step: &Object) {
+    let mut keys: Vec<&str> = step.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let mut expected = vec![
+        "actions",
+        "context_out",
+        "event_data",
+        "event_kind",
+        "from_path",
+        "index",
+        "timestamp",
+        "to_path",
+    ];
+    if step.contains_key("assigned") {
+        expected.push("assigned");
+        expected.sort_unstable();
+    }
+    assert_eq!(keys, expected, "{step:?}");
+    assert!(step["actions"].is_array() && step["event_data"].is_object());
+    assert!(step["context_out"].is_object() && step["timestamp"].is_f64());
+}
+
+/// harel 0.9.0's `DynamoDBStore.read_trace` on the same tables, by execution id.
+fn harel_read_trace(prefix: &str, ids: &[&str]) -> Value {
+    let python = std::env::var("HAREL_PYTHON").expect(
+        "HAREL_PYTHON is not set: run under scripts/with-moto.sh (it points it at the venv with harel 0.9.0)",
+    );
+    let script = r#"
+import json, os, sys
+import boto3
+from harel.engine.store import DynamoDBStore
+client = boto3.client("dynamodb", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+                      region_name=os.environ.get("AWS_REGION", "us-east-1"))
+store = DynamoDBStore(client, prefix=sys.argv[1], create_schema=False)
+print(json.dumps({i: store.read_trace(i) for i in sys.argv[2:]}))
+"#;
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .arg(prefix)
+        .args(ids)
+        .output()
+        .expect("harel Python runs");
+    assert!(
+        out.status.success(),
+        "harel Python read_trace failed:\n{}",
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[tokio::test]
+async fn the_functions_write_harels_trace_and_harel_trace_shows_it() {
+    let stack = Stack::new("true").await;
+    let id = "shop-traced";
+    stack.run_shop_order(id).await;
+
+    // six steps (Start, PlaceOrder, PaymentAuthorized, Finished x2, Delivered) in a ring of
+    // four: indexes 2..=5 kept, 0 and 1 deleted in the commits of 4 and 5
+    let trace = stack.store.read_trace(id).await.expect("trace");
+    let indexes: Vec<u64> = trace
+        .iter()
+        .map(|s| s["index"].as_u64().expect("an index"))
+        .collect();
+    assert_eq!(indexes, [2, 3, 4, 5]);
+    let kinds: Vec<&str> = trace
+        .iter()
+        .map(|s| s["event_kind"].as_str().expect("a kind"))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["PaymentAuthorized", "Finished", "Finished", "Delivered"]
+    );
+    for step in &trace {
+        assert_harels_shape(step);
+    }
+    assert_eq!(trace[0]["event_data"], json!({"amount": 60.0}));
+    assert_eq!(trace[0]["from_path"], json!("Checkout.AwaitingPayment"));
+    assert_eq!(trace[0]["to_path"], json!("Fulfilment"));
+    assert_eq!(trace[2]["to_path"], json!("Shipping"), "the join");
+    assert_eq!(trace[3]["from_path"], json!("Shipping"));
+    assert_eq!(trace[3]["to_path"], json!("Completed"));
+    let stamps: Vec<f64> = trace
+        .iter()
+        .map(|s| s["timestamp"].as_f64().expect("a time"))
+        .collect();
+    assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "{stamps:?}");
+
+    // the regions the worker started: their start is a traced step too
+    let exe = stack.store.load(id).await.expect("load").expect("exists");
+    let regions: Vec<String> = exe.children.keys().cloned().collect();
+    assert_eq!(regions.len(), 2, "{:?}", exe.children);
+    for region in &regions {
+        let steps = stack.store.read_trace(region).await.expect("trace");
+        assert_eq!(steps.len(), 1, "{region}: {steps:?}");
+        assert_eq!(steps[0]["event_kind"], json!("Start"));
+        assert_eq!(steps[0]["from_path"], Value::Null);
+        assert_eq!(steps[0]["index"], json!(0));
+        assert!(
+            steps[0]["actions"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty()),
+            "{steps:?}"
+        );
+        assert_harels_shape(&steps[0]);
+    }
+
+    // harel Python reads the same entries, index for index
+    let mut ids = vec![id];
+    ids.extend(regions.iter().map(String::as_str));
+    let python = harel_read_trace(&stack.prefix, &ids);
+    for each in &ids {
+        let ours = stack.store.read_trace(each).await.expect("trace");
+        assert_eq!(python[*each], json!(ours), "{each}");
+    }
+
+    // the operator's timeline
+    let out = stack.ok(&["trace", id]);
+    has(&out, "shop-traced (ShopOrder, DONE): 4 steps");
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    has(lines[0], "#2");
+    has(lines[0], "PaymentAuthorized");
+    has(lines[0], "Checkout.AwaitingPayment -> Fulfilment");
+    has(lines[3], "#5");
+    has(lines[3], "Shipping -> Completed");
+    has(&out, r#"data     {"amount":60.0}"#);
+    let doc: Value = serde_json::from_str(stack.ok(&["trace", id, "--json"]).trim()).expect("JSON");
+    assert_eq!(doc["execution_id"], json!(id));
+    assert_eq!(doc["steps"], json!(trace));
+}
+
+#[tokio::test]
+async fn with_the_trace_off_the_functions_write_none() {
+    let stack = Stack::new("false").await;
+    let id = "shop-untraced";
+    stack.run_shop_order(id).await;
+    assert!(stack.store.read_trace(id).await.expect("trace").is_empty());
+    let out = stack.ok(&["trace", id]);
+    has(&out, "0 steps");
+}
