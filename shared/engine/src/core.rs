@@ -630,6 +630,18 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 ))
             });
         }
+        self.plain_target(exe, found, event)
+    }
+
+    /// The node a found transition without a selector goes to: a `choose` branch, or its
+    /// target.
+    fn plain_target(
+        &self,
+        exe: &Execution,
+        found: Found,
+        event: Option<&Event>,
+    ) -> Result<NodeId, EngineError> {
+        let t = found.transition(self.defn);
         if t.choice.is_some() {
             // matching already required a branch (or a default) to hold
             return choice_branch(t, data_of(event), &exe.context).ok_or_else(|| {
@@ -748,7 +760,11 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 );
             }
         }
-        self.descend(exe, target, event).await
+        // a leaf has nothing to descend into: skip building the descent's future
+        if defn.node(target).is_composite() {
+            self.descend(exe, target, event).await?;
+        }
+        Ok(())
     }
 
     /// Resolve `found`'s destination and take it.
@@ -758,7 +774,12 @@ impl<'d, H: Host> Run<'d, '_, H> {
         found: Found,
         event: Option<&Event>,
     ) -> Result<(), EngineError> {
-        let target = self.target_of(exe, found, event).await?;
+        // only a selector calls the host: any other target is resolved without a future
+        let target = if found.transition(self.defn).selector.is_some() {
+            self.target_of(exe, found, event).await?
+        } else {
+            self.plain_target(exe, found, event)?
+        };
         let assigns = effect(found.transition(self.defn), event, &exe.context);
         self.take(exe, target, event, assigns).await
     }
@@ -890,7 +911,9 @@ impl<'d, H: Host> Run<'d, '_, H> {
             self.run_hook(exe, start_node, CallKind::Enter, None)
                 .await?;
         }
-        self.descend(exe, start_node, None).await?;
+        if defn.node(start_node).is_composite() {
+            self.descend(exe, start_node, None).await?;
+        }
         self.drain(exe).await?;
         self.arm_ttl(exe);
         Ok(())
@@ -1020,14 +1043,18 @@ impl<'d, H: Host> Run<'d, '_, H> {
                     cs.outcome = field(&event.data, "outcome")
                         .and_then(Value::as_str)
                         .map(str::to_string);
-                    cs.result = event
-                        .data
-                        .iter()
-                        .filter(|(k, _)| {
-                            !matches!(k.as_str(), "child_id" | "outcome" | "__deferred__")
-                        })
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
+                    // refilled in place: the same entries as a fresh map, without building
+                    // (and dropping) one per `Finished`
+                    cs.result.clear();
+                    cs.result.extend(
+                        event
+                            .data
+                            .iter()
+                            .filter(|(k, _)| {
+                                !matches!(k.as_str(), "child_id" | "outcome" | "__deferred__")
+                            })
+                            .map(|(k, v)| (k.clone(), v.clone())),
+                    );
                 }
                 if let Some(Value::Array(held)) = field(&event.data, "__deferred__") {
                     for raw in held {
