@@ -46,9 +46,26 @@ impl Record {
         }
     }
 
+    /// A message as `SqsTransport::receive` (or the in-memory twin) hands it over: the
+    /// record the event source would make of it.
+    pub fn from_received(message: &harel_sqs::Received) -> Self {
+        Record {
+            message_id: message.message_id.clone(),
+            receipt_handle: message.receipt_handle.clone(),
+            group_id: Some(message.group_id.clone()),
+            body: message.body.clone(),
+        }
+    }
+
     /// What the idempotency key is computed from (`messageId`, as Powertools' SQS examples).
     fn idempotency_payload(&self) -> Value {
         serde_json::json!({"messageId": self.message_id})
+    }
+}
+
+impl From<&harel_sqs::Received> for Record {
+    fn from(message: &harel_sqs::Received) -> Self {
+        Record::from_received(message)
     }
 }
 

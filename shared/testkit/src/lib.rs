@@ -1,0 +1,14 @@
+//! What the tests that run the functions' logic share: a stack in miniature on the moto
+//! server (`MotoStack`: tables, FIFO queue and DLQ, the worker's configuration) and the
+//! event source that feeds a worker (`source`: SQS on moto, or the in-memory twin).
+//!
+//! Panics are the point here: this crate is only ever a dev-dependency, and a harness that
+//! cannot set up must fail the test with the reason.
+
+pub mod config;
+pub mod moto;
+pub mod source;
+
+pub use config::config_from;
+pub use moto::{endpoint, sdk_config, unique_prefix, MotoStack, MotoWorker};
+pub use source::{memory_pump, pump, pump_once, records, Outcome};

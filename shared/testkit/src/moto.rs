@@ -1,0 +1,158 @@
+//! One deployed stack in miniature on the moto server that `scripts/with-moto.sh` starts:
+//! the seven tables under a prefix of its own, a FIFO queue and its DLQ, and the worker's
+//! configuration naming them. Every stack has a fresh prefix, so tests share one server.
+
+use std::sync::Arc;
+
+use harel_dynamodb::DynamoDbStore;
+use harel_lambda::{Config, Driver, Role, Worker};
+use harel_sqs::SqsTransport;
+
+use crate::config::config_from;
+
+/// A worker over this stack's tables and queue, without the idempotency layer.
+pub type MotoWorker<D> = Worker<DynamoDbStore, SqsTransport, D, harel_idempotency::MemoryClient>;
+
+/// The moto server's URL; a test run outside `scripts/with-moto.sh` fails here, saying so
+/// (it never passes without having run).
+pub fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").expect(
+        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
+    )
+}
+
+/// The SDK's configuration, pointed at the moto server.
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint())
+        .load()
+        .await
+}
+
+/// `tag` and 12 random hex digits: a table prefix (and queue name) no other test uses.
+pub fn unique_prefix(tag: &str) -> String {
+    format!("{tag}{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+}
+
+pub struct MotoStack {
+    pub sdk: aws_config::SdkConfig,
+    pub prefix: String,
+    pub sqs: aws_sdk_sqs::Client,
+    pub queue: String,
+    pub dlq: String,
+}
+
+impl MotoStack {
+    /// Tables (prefix `tag` + random), the FIFO queue `{prefix}-q` and its DLQ `{prefix}-dlq`.
+    pub async fn new(tag: &str) -> MotoStack {
+        let sdk = sdk_config().await;
+        let prefix = unique_prefix(tag);
+        DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
+            .expect("the prefix is an identifier")
+            .ensure_tables()
+            .await
+            .expect("the tables");
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
+            .await
+            .expect("the queue");
+        let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
+            .await
+            .expect("the dead-letter queue");
+        MotoStack {
+            sdk,
+            prefix,
+            sqs,
+            queue,
+            dlq,
+        }
+    }
+
+    /// A store on these tables, on a client of its own.
+    pub fn store(&self) -> DynamoDbStore {
+        DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&self.sdk), &self.prefix)
+            .expect("the prefix is an identifier")
+    }
+
+    /// The worker's transport: this queue, dead letters to this DLQ.
+    pub fn transport(&self) -> SqsTransport {
+        SqsTransport::new(self.sqs.clone(), &self.queue).with_dead_letter_queue(&self.dlq)
+    }
+
+    /// The event source's (and the clients') handle on the queue.
+    pub fn source(&self) -> SqsTransport {
+        SqsTransport::new(self.sqs.clone(), &self.queue)
+    }
+
+    /// The idempotency table's name (`{prefix}_idempotency`, as the template names it).
+    pub fn idempotency_table(&self) -> String {
+        format!("{}_idempotency", self.prefix)
+    }
+
+    /// The settings a function of this stack reads, then `extra` (later ones win).
+    pub fn settings(&self, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = vec![
+            ("AWS_REGION".into(), "us-east-1".into()),
+            ("HAREL_TABLE_PREFIX".into(), self.prefix.clone()),
+            ("HAREL_QUEUE_URL".into(), self.queue.clone()),
+            ("HAREL_DLQ_URL".into(), self.dlq.clone()),
+            ("IDEMPOTENCY_TABLE".into(), self.idempotency_table()),
+        ];
+        for (name, value) in extra {
+            all.retain(|(n, _)| n != name);
+            all.push((name.to_string(), value.to_string()));
+        }
+        all
+    }
+
+    /// The worker's configuration for this stack, with `extra` settings.
+    pub fn config(&self, extra: &[(&str, &str)]) -> Config {
+        let settings = self.settings(extra);
+        let pairs: Vec<(&str, &str)> = settings
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        config_from(Role::Worker, &pairs)
+    }
+
+    /// A worker over this stack (its own store client, the transport with the DLQ), driving
+    /// `driver`, configured with `extra` settings.
+    pub fn worker<D: Driver>(&self, driver: D, extra: &[(&str, &str)]) -> Arc<MotoWorker<D>> {
+        Arc::new(Worker::new(
+            self.store(),
+            self.transport(),
+            driver,
+            None,
+            self.config(extra),
+        ))
+    }
+
+    /// Powertools' idempotency table (`{prefix}_idempotency`: hash key `id`, a string), as
+    /// the template declares it.
+    pub async fn create_idempotency_table(&self, client: &aws_sdk_dynamodb::Client) {
+        use aws_sdk_dynamodb::types::{
+            AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+        };
+        client
+            .create_table()
+            .table_name(self.idempotency_table())
+            .billing_mode(BillingMode::PayPerRequest)
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name("id")
+                    .key_type(KeyType::Hash)
+                    .build()
+                    .expect("a complete key schema"),
+            )
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name("id")
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .expect("a complete attribute definition"),
+            )
+            .send()
+            .await
+            .expect("the idempotency table");
+    }
+}
