@@ -8,23 +8,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::{Config, Record, Role, RuntimeDriver, Worker};
+use harel_lambda::RuntimeDriver;
 use harel_runtime::DurableRunner;
 use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
+use harel_testkit::{pump, MotoStack, MotoWorker};
 use serde_json::Value;
 
 const CONTROL_MACHINES: &str = "../shared/control/tests/machines/control.stm";
 const ORDER: &str = "../functions/app/machines/order.stm";
 
-fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL").expect(
-        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
-    )
-}
-
-type TestWorker =
-    Worker<DynamoDbStore, SqsTransport, RuntimeDriver, harel_idempotency::MemoryClient>;
+type TestWorker = MotoWorker<RuntimeDriver>;
 
 struct Stack {
     prefix: String,
@@ -41,33 +35,7 @@ fn text(bytes: &[u8]) -> String {
 
 impl Stack {
     async fn new() -> Stack {
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .endpoint_url(endpoint())
-            .load()
-            .await;
-        let prefix = format!("op{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let store =
-            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
-        store.ensure_tables().await.expect("tables");
-        let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
-            .await
-            .expect("queue");
-        let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
-            .await
-            .expect("dlq");
-        let env = [
-            ("AWS_REGION", "us-east-1".to_string()),
-            ("HAREL_TABLE_PREFIX", prefix.clone()),
-            ("HAREL_QUEUE_URL", queue.clone()),
-            ("HAREL_DLQ_URL", dlq.clone()),
-            ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
-            ("HAREL_SUSPEND_RECHECK_SECONDS", "0".to_string()),
-        ];
-        let config = Config::from_lookup(Role::Worker, |k| {
-            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-        })
-        .expect("config");
+        let moto = MotoStack::new("op").await;
         // the functions' machines, plus the control-plane test machines (given to the CLI
         // with --machines)
         let mut definitions = harel_app::machines::definitions().expect("app machines");
@@ -76,17 +44,14 @@ impl Stack {
             definitions.push(harel_lang::load_str(&source, Some(name), "control.stm").expect(name));
         }
         let driver = RuntimeDriver::new(definitions, harel_app::actions::actions());
-        let worker_store =
-            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
-        let transport = SqsTransport::new(sqs.clone(), &queue).with_dead_letter_queue(&dlq);
-        let worker = Arc::new(Worker::new(worker_store, transport, driver, None, config));
+        let worker = moto.worker(driver, &[("HAREL_SUSPEND_RECHECK_SECONDS", "0")]);
         Stack {
-            source: SqsTransport::new(sqs, &queue),
-            prefix,
-            queue,
+            source: moto.source(),
+            store: moto.store(),
+            prefix: moto.prefix,
+            queue: moto.queue,
             worker,
-            store,
-            sdk,
+            sdk: moto.sdk,
         }
     }
 
@@ -118,34 +83,7 @@ impl Stack {
 
     /// What the worker does with everything on the queue.
     async fn pump(&self) {
-        for _ in 0..20 {
-            let got = self
-                .source
-                .receive(10, Duration::ZERO, Duration::from_secs(30))
-                .await
-                .expect("receive");
-            if got.is_empty() {
-                return;
-            }
-            let records = got
-                .iter()
-                .map(|m| Record {
-                    message_id: m.message_id.clone(),
-                    receipt_handle: m.receipt_handle.clone(),
-                    group_id: Some(m.group_id.clone()),
-                    body: m.body.clone(),
-                })
-                .collect();
-            let outcome = self.worker.handle_batch(records, None).await;
-            assert!(outcome.failed_ids().is_empty(), "{:?}", outcome.records);
-            for m in &got {
-                self.source
-                    .delete(self.source.queue_url(), &m.receipt_handle)
-                    .await
-                    .expect("delete");
-            }
-        }
-        panic!("the queue never drained");
+        pump(&self.source, &self.worker).await;
     }
 
     async fn queued(&self) -> usize {
