@@ -8,24 +8,18 @@
 
 use std::process::{Command, Output};
 use std::sync::Arc;
-use std::time::Duration;
 
 use harel_app::aws::AppWorker;
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::{Config, Record, Role};
+use harel_lambda::Role;
 use harel_model::{Object, Status};
 use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
+use harel_testkit::{pump, MotoStack};
 use serde_json::{json, Value};
 
 /// The ring size the functions are configured with here: the parent's six steps overflow it.
 const TRACE_MAX: usize = 4;
-
-fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL").expect(
-        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
-    )
-}
 
 struct Stack {
     prefix: String,
@@ -43,72 +37,22 @@ fn has(haystack: &str, needle: &str) {
     assert!(haystack.contains(needle), "{needle:?} not in:\n{haystack}");
 }
 
-async fn idempotency_table(client: &aws_sdk_dynamodb::Client, name: &str) {
-    use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    };
-    client
-        .create_table()
-        .table_name(name)
-        .billing_mode(BillingMode::PayPerRequest)
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("id")
-                .key_type(KeyType::Hash)
-                .build()
-                .expect("key"),
-        )
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("id")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .expect("attribute"),
-        )
-        .send()
-        .await
-        .expect("the idempotency table");
-}
-
 impl Stack {
     /// Tables, queues and the worker as `boot(Role::Worker)` builds it from `env`.
     async fn new(trace: &str) -> Stack {
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .endpoint_url(endpoint())
-            .load()
+        let moto = MotoStack::new("tr").await;
+        let store = moto.store();
+        moto.create_idempotency_table(&aws_sdk_dynamodb::Client::new(&moto.sdk))
             .await;
-        let prefix = format!("tr{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let ddb = aws_sdk_dynamodb::Client::new(&sdk);
-        let store = DynamoDbStore::new(ddb.clone(), &prefix).expect("prefix");
-        store.ensure_tables().await.expect("tables");
-        idempotency_table(&ddb, &format!("{prefix}_idempotency")).await;
-        let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
-            .await
-            .expect("queue");
-        let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
-            .await
-            .expect("dlq");
-        let env = [
-            ("AWS_REGION", "us-east-1".to_string()),
-            ("HAREL_TABLE_PREFIX", prefix.clone()),
-            ("HAREL_QUEUE_URL", queue.clone()),
-            ("HAREL_DLQ_URL", dlq),
-            ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
-            ("HAREL_TRACE", trace.to_string()),
-            ("HAREL_TRACE_MAX", TRACE_MAX.to_string()),
-        ];
-        let config = Config::from_lookup(Role::Worker, |k| {
-            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-        })
-        .expect("config");
-        let booted = harel_app::aws::boot_with(Role::Worker, config, &sdk)
+        let trace_max = TRACE_MAX.to_string();
+        let config = moto.config(&[("HAREL_TRACE", trace), ("HAREL_TRACE_MAX", &trace_max)]);
+        let booted = harel_app::aws::boot_with(Role::Worker, config, &moto.sdk)
             .await
             .expect("the worker boots");
         Stack {
-            source: SqsTransport::new(sqs, &queue),
-            prefix,
-            queue,
+            source: moto.source(),
+            prefix: moto.prefix,
+            queue: moto.queue,
             worker: booted.into_worker(),
             store,
         }
@@ -137,34 +81,7 @@ impl Stack {
 
     /// What the Lambda event source does: every message to the worker until none is left.
     async fn pump(&self) {
-        for _ in 0..30 {
-            let got = self
-                .source
-                .receive(10, Duration::ZERO, Duration::from_secs(30))
-                .await
-                .expect("receive");
-            if got.is_empty() {
-                return;
-            }
-            let records = got
-                .iter()
-                .map(|m| Record {
-                    message_id: m.message_id.clone(),
-                    receipt_handle: m.receipt_handle.clone(),
-                    group_id: Some(m.group_id.clone()),
-                    body: m.body.clone(),
-                })
-                .collect();
-            let outcome = self.worker.handle_batch(records, None).await;
-            assert!(outcome.failed_ids().is_empty(), "{:?}", outcome.records);
-            for m in &got {
-                self.source
-                    .delete(self.source.queue_url(), &m.receipt_handle)
-                    .await
-                    .expect("delete");
-            }
-        }
-        panic!("the queue never drained");
+        pump(&self.source, &self.worker).await;
     }
 
     /// A ShopOrder through the functions to its success terminal: create, PlaceOrder,
