@@ -8,17 +8,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harel_dynamodb::DynamoDbStore;
-use harel_lambda::{
-    create_body, fire_due, relay, Config, Driver, Record, Role, RuntimeDriver, SweepReport, Worker,
-};
+use harel_lambda::{create_body, fire_due, relay, Driver, RuntimeDriver, SweepReport};
 use harel_model::{Event, Execution, Object, Status};
 use harel_runtime::{Clock, ManualClock};
 use harel_sqs::{Outgoing, SqsTransport, Transport};
 use harel_store::ExecutionStore;
+use harel_testkit::{pump, MotoStack, MotoWorker};
 use serde_json::{json, Value};
 
-type AppWorker = Worker<DynamoDbStore, SqsTransport, RuntimeDriver, aws_sdk_dynamodb::Client>;
+type AppWorker = MotoWorker<RuntimeDriver>;
 
 struct App {
     worker: Arc<AppWorker>,
@@ -27,48 +25,17 @@ struct App {
     clock: ManualClock,
 }
 
-fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: run these tests under scripts/with-moto.sh")
-}
-
 async fn app() -> App {
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(endpoint())
-        .load()
-        .await;
-    let prefix = format!("shop{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
-    let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
-    store.ensure_tables().await.expect("tables");
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
-        .await
-        .expect("queue");
-    let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
-        .await
-        .expect("dlq");
-    let env = [
-        ("AWS_REGION", "us-east-1".to_string()),
-        ("HAREL_TABLE_PREFIX", prefix.clone()),
-        ("HAREL_QUEUE_URL", queue.clone()),
-        ("HAREL_DLQ_URL", dlq.clone()),
-        ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
-    ];
-    let config = Config::from_lookup(Role::Worker, |k| {
-        env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-    })
-    .expect("config");
+    let moto = MotoStack::new("shop").await;
     let clock = ManualClock::new(1_767_225_600.0);
     let driver = RuntimeDriver::new(
         harel_app::machines::definitions().expect("machines"),
         harel_app::actions::actions(),
     )
     .with_clock(Arc::new(clock.clone()));
-    let transport = SqsTransport::new(sqs.clone(), &queue).with_dead_letter_queue(&dlq);
-    let worker = Arc::new(Worker::new(store, transport, driver, None, config));
     App {
-        worker,
-        source: SqsTransport::new(sqs, &queue),
+        worker: moto.worker(driver, &[]),
+        source: moto.source(),
         clock,
     }
 }
@@ -99,34 +66,7 @@ impl App {
     /// The Lambda event source: batches to the worker until the queue is empty; every
     /// record must succeed.
     async fn pump(&self) {
-        for _ in 0..30 {
-            let got = self
-                .source
-                .receive(10, Duration::ZERO, Duration::from_secs(30))
-                .await
-                .expect("receive");
-            if got.is_empty() {
-                return;
-            }
-            let records = got
-                .iter()
-                .map(|m| Record {
-                    message_id: m.message_id.clone(),
-                    receipt_handle: m.receipt_handle.clone(),
-                    group_id: Some(m.group_id.clone()),
-                    body: m.body.clone(),
-                })
-                .collect();
-            let outcome = self.worker.handle_batch(records, None).await;
-            assert!(outcome.failed_ids().is_empty(), "{:?}", outcome.records);
-            for m in &got {
-                self.source
-                    .delete(self.source.queue_url(), &m.receipt_handle)
-                    .await
-                    .expect("delete");
-            }
-        }
-        panic!("the queue never drained");
+        pump(&self.source, &self.worker).await;
     }
 
     /// Move the clock, fire the timers then due (the sweeper) and process their `Timeout`s.
