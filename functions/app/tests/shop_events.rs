@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::sqs::SqsEvent;
-use harel_lambda::{relay, Config, Driver, Record, Role, RuntimeDriver, Worker};
+use harel_lambda::{relay, Driver, Record, Role, RuntimeDriver, Worker};
 use harel_model::{Execution, Status};
 use harel_runtime::{Clock, ManualClock};
 use harel_sqs::MemoryTransport;
 use harel_store::{ExecutionStore, MemoryStore};
+use harel_testkit::{config_from, memory_pump};
 use serde_json::json;
 
 type MemoryWorker =
@@ -25,19 +26,16 @@ struct Local {
 }
 
 fn local() -> Local {
-    let env = [
-        ("AWS_REGION", "us-east-1"),
-        ("HAREL_TABLE_PREFIX", "harel"),
-        ("HAREL_QUEUE_URL", "http://localhost/1/harel.fifo"),
-        ("HAREL_DLQ_URL", "http://localhost/1/harel-dlq.fifo"),
-        ("IDEMPOTENCY_TABLE", "harel_idempotency"),
-    ];
-    let config = Config::from_lookup(Role::Worker, |k| {
-        env.iter()
-            .find(|(n, _)| *n == k)
-            .map(|(_, v)| v.to_string())
-    })
-    .expect("config");
+    let config = config_from(
+        Role::Worker,
+        &[
+            ("AWS_REGION", "us-east-1"),
+            ("HAREL_TABLE_PREFIX", "harel"),
+            ("HAREL_QUEUE_URL", "http://localhost/1/harel.fifo"),
+            ("HAREL_DLQ_URL", "http://localhost/1/harel-dlq.fifo"),
+            ("IDEMPOTENCY_TABLE", "harel_idempotency"),
+        ],
+    );
     // the samples' SentTimestamp: 2026-01-01T00:00:00Z
     let clock = ManualClock::new(1_767_225_600.0);
     let driver = RuntimeDriver::new(
@@ -78,23 +76,7 @@ impl Local {
             outcome.records
         );
         // what the step sent (the regions' Finished) comes back through the queue
-        loop {
-            let got = self.transport.take(10);
-            if got.is_empty() {
-                break;
-            }
-            let records = got
-                .iter()
-                .map(|m| Record {
-                    message_id: m.message_id.clone(),
-                    receipt_handle: m.receipt_handle.clone(),
-                    group_id: Some(m.group_id.clone()),
-                    body: m.body.clone(),
-                })
-                .collect();
-            let outcome = self.worker.handle_batch(records, None).await;
-            assert!(outcome.failed_ids().is_empty(), "{:?}", outcome.records);
-        }
+        memory_pump(&self.transport, &self.worker).await;
     }
 
     async fn order(&self) -> Execution {
