@@ -3,7 +3,6 @@
 //! table, compared with the same run in memory; and the AWS request counts per event.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,11 +10,12 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
-use harel_lambda::{create_body, Config, Record, Role, RuntimeDriver, Worker};
+use harel_lambda::{create_body, Role, RuntimeDriver, Worker};
 use harel_model::{Event, Execution, Object, Status};
 use harel_runtime::{Clock, ManualClock};
 use harel_sqs::{MemoryTransport, Outgoing, SqsTransport, Transport, REASON_ATTRIBUTE};
 use harel_store::{ExecutionStore, MemoryStore};
+use harel_testkit::{config_from, memory_pump, pump, records, MotoStack};
 
 /// Counts AWS requests by operation (the `X-Amz-Target` header of the JSON protocols).
 #[derive(Clone, Debug, Default)]
@@ -46,26 +46,6 @@ impl Intercept for Counter {
         *self.0.lock().expect("lock").entry(op).or_default() += 1;
         Ok(())
     }
-}
-
-fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL")
-        .or_else(|_| std::env::var("MOTO_ENDPOINT"))
-        .expect("AWS_ENDPOINT_URL is not set: run these tests under scripts/with-moto.sh")
-}
-
-fn config(queue: &str, dlq: &str, prefix: &str) -> Config {
-    let env = [
-        ("AWS_REGION", "us-east-1".to_string()),
-        ("HAREL_TABLE_PREFIX", prefix.to_string()),
-        ("HAREL_QUEUE_URL", queue.to_string()),
-        ("HAREL_DLQ_URL", dlq.to_string()),
-        ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
-    ];
-    Config::from_lookup(Role::Worker, |k| {
-        env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-    })
-    .expect("test config")
 }
 
 type Driver = RuntimeDriver;
@@ -104,57 +84,23 @@ struct Aws {
 }
 
 async fn aws() -> Aws {
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(endpoint())
-        .load()
-        .await;
+    let moto = MotoStack::new("t").await;
     let counter = Counter::default();
     let ddb = aws_sdk_dynamodb::Client::from_conf(
-        aws_sdk_dynamodb::config::Builder::from(&sdk)
+        aws_sdk_dynamodb::config::Builder::from(&moto.sdk)
             .interceptor(counter.clone())
             .build(),
     );
     let sqs = aws_sdk_sqs::Client::from_conf(
-        aws_sdk_sqs::config::Builder::from(&sdk)
+        aws_sdk_sqs::config::Builder::from(&moto.sdk)
             .interceptor(counter.clone())
             .build(),
     );
-    let prefix = format!("t{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-    let store = DynamoDbStore::new(ddb.clone(), &prefix).expect("prefix");
-    let reader = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
-    store.ensure_tables().await.expect("tables");
-    let idem_table = format!("{prefix}_idempotency");
-    ddb.create_table()
-        .table_name(&idem_table)
-        .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
-        .key_schema(
-            aws_sdk_dynamodb::types::KeySchemaElement::builder()
-                .attribute_name("id")
-                .key_type(aws_sdk_dynamodb::types::KeyType::Hash)
-                .build()
-                .expect("key"),
-        )
-        .attribute_definitions(
-            aws_sdk_dynamodb::types::AttributeDefinition::builder()
-                .attribute_name("id")
-                .attribute_type(aws_sdk_dynamodb::types::ScalarAttributeType::S)
-                .build()
-                .expect("attr"),
-        )
-        .send()
-        .await
-        .expect("idempotency table");
-    let uncounted_sqs = aws_sdk_sqs::Client::new(&sdk);
-    let queue = SqsTransport::create_fifo_queue(&uncounted_sqs, &format!("{prefix}-q"))
-        .await
-        .expect("queue");
-    let dlq = SqsTransport::create_fifo_queue(&uncounted_sqs, &format!("{prefix}-dlq"))
-        .await
-        .expect("dlq");
-    let source = SqsTransport::new(uncounted_sqs, &queue);
-    let transport = SqsTransport::new(sqs, &queue).with_dead_letter_queue(&dlq);
+    let store = DynamoDbStore::new(ddb.clone(), &moto.prefix).expect("prefix");
+    moto.create_idempotency_table(&ddb).await;
+    let transport = SqsTransport::new(sqs, &moto.queue).with_dead_letter_queue(&moto.dlq);
     let clock = ManualClock::new(1_000_000.0);
-    let layer = DynamoDbPersistenceLayer::new(ddb, idem_table);
+    let layer = DynamoDbPersistenceLayer::new(ddb, moto.idempotency_table());
     let idempotency = Idempotency::new(
         layer,
         IdempotencyConfig::default().event_key_jmespath("messageId"),
@@ -166,14 +112,14 @@ async fn aws() -> Aws {
         transport,
         driver(clock.clone()),
         Some(idempotency),
-        config(&queue, &dlq, &prefix),
+        moto.config(&[]),
     ));
     Aws {
-        source,
-        reader,
+        source: moto.source(),
+        reader: moto.store(),
         worker,
         clock,
-        dlq,
+        dlq: moto.dlq,
         counter,
         phases: Mutex::new(Vec::new()),
     }
@@ -189,48 +135,7 @@ impl Bus for Aws {
     }
 
     async fn pump(&self) -> usize {
-        let t = &self.source;
-        let mut processed = 0;
-        for _ in 0..50 {
-            let got = t
-                .receive(10, Duration::ZERO, Duration::from_secs(30))
-                .await
-                .expect("receive");
-            if got.is_empty() {
-                return processed;
-            }
-            let records: Vec<Record> = got
-                .iter()
-                .map(|m| Record {
-                    message_id: m.message_id.clone(),
-                    receipt_handle: m.receipt_handle.clone(),
-                    group_id: Some(m.group_id.clone()),
-                    body: m.body.clone(),
-                })
-                .collect();
-            let outcome = self.worker.handle_batch(records, None).await;
-            let failed = outcome.failed_ids();
-            // what the Lambda event source does: delete the successes; the failures come
-            // back (at once here, instead of after the visibility timeout)
-            for m in &got {
-                if failed.contains(&m.message_id) {
-                    t.park(&m.receipt_handle, Duration::ZERO)
-                        .await
-                        .expect("release");
-                } else {
-                    t.delete(t.queue_url(), &m.receipt_handle)
-                        .await
-                        .expect("delete");
-                    processed += 1;
-                }
-            }
-            assert!(
-                failed.is_empty(),
-                "unexpected failures: {:?}",
-                outcome.records
-            );
-        }
-        panic!("the queue never drained");
+        pump(&self.source, &self.worker).await.len()
     }
 
     async fn sweep(&self) -> usize {
@@ -276,7 +181,16 @@ struct Memory {
 fn memory() -> Memory {
     let clock = ManualClock::new(1_000_000.0);
     let transport = Arc::new(MemoryTransport::new());
-    let cfg = config("http://x/1/q.fifo", "http://x/1/d.fifo", "mem");
+    let cfg = config_from(
+        Role::Worker,
+        &[
+            ("AWS_REGION", "us-east-1"),
+            ("HAREL_TABLE_PREFIX", "mem"),
+            ("HAREL_QUEUE_URL", "http://x/1/q.fifo"),
+            ("HAREL_DLQ_URL", "http://x/1/d.fifo"),
+            ("IDEMPOTENCY_TABLE", "mem_idempotency"),
+        ],
+    );
     let worker = Arc::new(Worker::new(
         MemoryStore::new(),
         transport.clone(),
@@ -300,25 +214,7 @@ impl Bus for Memory {
             .expect("send");
     }
     async fn pump(&self) -> usize {
-        let mut processed = 0;
-        loop {
-            let got = self.transport.take(10);
-            if got.is_empty() {
-                return processed;
-            }
-            let records = got
-                .iter()
-                .map(|m| Record {
-                    message_id: m.message_id.clone(),
-                    receipt_handle: m.receipt_handle.clone(),
-                    group_id: Some(m.group_id.clone()),
-                    body: m.body.clone(),
-                })
-                .collect();
-            let outcome = self.worker.handle_batch(records, None).await;
-            assert!(outcome.failed_ids().is_empty(), "{:?}", outcome.records);
-            processed += got.len();
-        }
+        memory_pump(&self.transport, &self.worker).await.len()
     }
     async fn sweep(&self) -> usize {
         harel_lambda::sweep_once(&self.worker.store, &*self.transport, self.clock.now())
@@ -500,13 +396,7 @@ async fn suspended_groups_are_parked_on_moto() {
         .await
         .expect("receive");
     assert_eq!(got.len(), 1);
-    let records = vec![Record {
-        message_id: got[0].message_id.clone(),
-        receipt_handle: got[0].receipt_handle.clone(),
-        group_id: Some(got[0].group_id.clone()),
-        body: got[0].body.clone(),
-    }];
-    let outcome = aws.worker.handle_batch(records, None).await;
+    let outcome = aws.worker.handle_batch(records(&got), None).await;
     assert_eq!(outcome.failed_ids(), vec![got[0].message_id.clone()]);
     // parked for the recheck delay (5 s): not visible now
     let hidden = t
@@ -514,7 +404,6 @@ async fn suspended_groups_are_parked_on_moto() {
         .await
         .expect("receive");
     assert!(hidden.is_empty());
-    let _ = AtomicUsize::new(0).load(Ordering::SeqCst);
 }
 
 /// The same Flow run through harel-runtime's in-memory `DurableRunner` (harel's
