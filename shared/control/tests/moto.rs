@@ -9,22 +9,15 @@ use std::time::Duration;
 
 use harel_control::{CancelMode, Command};
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::{
-    create_body, Config, Handled, Record, RecordError, Role, RuntimeDriver, Worker,
-};
+use harel_lambda::{create_body, Handled, RecordError, RuntimeDriver};
 use harel_model::{Definition, Event, Execution, Status};
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
 use harel_sqs::{Outgoing, SqsTransport, Transport};
 use harel_store::ExecutionStore;
+use harel_testkit::{endpoint, pump_once, MotoStack, MotoWorker};
 use serde_json::json;
 
 const MACHINES: &str = include_str!("machines/control.stm");
-
-fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL").expect(
-        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
-    )
-}
 
 fn definitions() -> HashMap<String, Definition> {
     ["Job", "Plain", "Split"]
@@ -36,8 +29,7 @@ fn definitions() -> HashMap<String, Definition> {
         .collect()
 }
 
-type AppWorker =
-    Worker<DynamoDbStore, SqsTransport, RuntimeDriver, harel_idempotency::MemoryClient>;
+type AppWorker = MotoWorker<RuntimeDriver>;
 
 /// One deployed stack in miniature: tables, queue, a worker; and a second store client, the
 /// operator's, that the control commands go through.
@@ -55,36 +47,7 @@ type Outcome = Result<Handled, RecordError>;
 
 impl Stack {
     async fn new() -> Stack {
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .endpoint_url(endpoint())
-            .load()
-            .await;
-        let prefix = format!("ctl{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let store =
-            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
-        store.ensure_tables().await.expect("tables");
-        let operator =
-            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
-        let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
-            .await
-            .expect("queue");
-        let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
-            .await
-            .expect("dlq");
-        let env = [
-            ("AWS_REGION", "us-east-1".to_string()),
-            ("HAREL_TABLE_PREFIX", prefix.clone()),
-            ("HAREL_QUEUE_URL", queue.clone()),
-            ("HAREL_DLQ_URL", dlq.clone()),
-            ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
-            // a parked message is visible again at once, so the test sees it come back
-            ("HAREL_SUSPEND_RECHECK_SECONDS", "0".to_string()),
-        ];
-        let config = Config::from_lookup(Role::Worker, |k: &str| {
-            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-        })
-        .expect("config");
+        let moto = MotoStack::new("ctl").await;
         let clock = ManualClock::new(1_700_000_000.0);
         let definitions = definitions();
         let driver = RuntimeDriver::new(
@@ -92,12 +55,12 @@ impl Stack {
             ActionRegistry::with_stdlib(),
         )
         .with_clock(Arc::new(clock.clone()));
-        let transport = SqsTransport::new(sqs.clone(), &queue).with_dead_letter_queue(&dlq);
-        let worker = Arc::new(Worker::new(store, transport, driver, None, config));
+        // a parked message is visible again at once, so the test sees it come back
+        let worker = moto.worker(driver, &[("HAREL_SUSPEND_RECHECK_SECONDS", "0")]);
         Stack {
-            prefix,
-            operator,
-            source: SqsTransport::new(sqs, &queue),
+            operator: moto.store(),
+            source: moto.source(),
+            prefix: moto.prefix,
             worker,
             definitions,
             clock,
@@ -137,42 +100,11 @@ impl Stack {
     /// Receive one batch and hand it to the worker as the Lambda event source does: the
     /// successes are deleted, the failures come back (their visibility as the worker set it).
     async fn pump_once(&self) -> Vec<Outcome> {
-        let got = self
-            .source
-            .receive(10, Duration::ZERO, Duration::from_secs(30))
+        pump_once(&self.source, &self.worker)
             .await
-            .expect("receive");
-        if got.is_empty() {
-            return Vec::new();
-        }
-        let records = got
-            .iter()
-            .map(|m| Record {
-                message_id: m.message_id.clone(),
-                receipt_handle: m.receipt_handle.clone(),
-                group_id: Some(m.group_id.clone()),
-                body: m.body.clone(),
-            })
-            .collect();
-        let outcome = self.worker.handle_batch(records, None).await;
-        let failed = outcome.failed_ids();
-        for m in &got {
-            if !failed.contains(&m.message_id) {
-                self.source
-                    .delete(self.source.queue_url(), &m.receipt_handle)
-                    .await
-                    .expect("delete");
-            } else if !matches!(
-                outcome.records.iter().find(|(id, _)| *id == m.message_id),
-                Some((_, Err(RecordError::Parked(_))))
-            ) {
-                self.source
-                    .park(&m.receipt_handle, Duration::ZERO)
-                    .await
-                    .expect("release");
-            }
-        }
-        outcome.records.into_iter().map(|(_, r)| r).collect()
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect()
     }
 
     /// Batches until the queue is empty; every record must succeed.
