@@ -8,15 +8,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harel_dynamodb::DynamoDbStore;
 use harel_lambda::deliver::DeliverError;
-use harel_lambda::{
-    create_body, sweep_once, Config, Handled, Record, RecordError, Role, RuntimeDriver, Worker,
-};
+use harel_lambda::{create_body, sweep_once, Handled, RuntimeDriver};
 use harel_model::{Definition, Event, Execution, Object, Status};
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
 use harel_sqs::{Outgoing, SqsTransport, Transport};
 use harel_store::ExecutionStore;
+use harel_testkit::{pump, MotoStack, MotoWorker};
 use serde_json::json;
 
 const MACHINES: &str = r#"
@@ -80,12 +78,6 @@ machine Broken {
 }
 "#;
 
-fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL").expect(
-        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
-    )
-}
-
 fn definitions() -> Vec<Definition> {
     ["Order", "Approver", "Patient", "Broken"]
         .into_iter()
@@ -93,8 +85,7 @@ fn definitions() -> Vec<Definition> {
         .collect()
 }
 
-type AppWorker =
-    Worker<DynamoDbStore, SqsTransport, RuntimeDriver, harel_idempotency::MemoryClient>;
+type AppWorker = MotoWorker<RuntimeDriver>;
 
 struct Stack {
     source: SqsTransport,
@@ -104,40 +95,13 @@ struct Stack {
 
 impl Stack {
     async fn new() -> Stack {
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .endpoint_url(endpoint())
-            .load()
-            .await;
-        let prefix = format!("sub{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let store =
-            DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix).expect("prefix");
-        store.ensure_tables().await.expect("tables");
-        let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let queue = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-q"))
-            .await
-            .expect("queue");
-        let dlq = SqsTransport::create_fifo_queue(&sqs, &format!("{prefix}-dlq"))
-            .await
-            .expect("dlq");
-        let env = [
-            ("AWS_REGION", "us-east-1".to_string()),
-            ("HAREL_TABLE_PREFIX", prefix.clone()),
-            ("HAREL_QUEUE_URL", queue.clone()),
-            ("HAREL_DLQ_URL", dlq.clone()),
-            ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
-        ];
-        let config = Config::from_lookup(Role::Worker, |k| {
-            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-        })
-        .expect("config");
+        let moto = MotoStack::new("sub").await;
         let clock = ManualClock::new(1_700_000_000.0);
         let driver = RuntimeDriver::new(definitions(), ActionRegistry::with_stdlib())
             .with_clock(Arc::new(clock.clone()));
-        let transport = SqsTransport::new(sqs.clone(), &queue).with_dead_letter_queue(&dlq);
-        let worker = Arc::new(Worker::new(store, transport, driver, None, config));
         Stack {
-            source: SqsTransport::new(sqs, &queue),
-            worker,
+            source: moto.source(),
+            worker: moto.worker(driver, &[]),
             clock,
         }
     }
@@ -153,38 +117,7 @@ impl Stack {
     /// Batches, as the Lambda event source hands them over, until the queue is empty; every
     /// record must succeed.
     async fn pump(&self) -> Vec<Handled> {
-        let mut all = Vec::new();
-        for _ in 0..30 {
-            let got = self
-                .source
-                .receive(10, Duration::ZERO, Duration::from_secs(30))
-                .await
-                .expect("receive");
-            if got.is_empty() {
-                return all;
-            }
-            let records = got
-                .iter()
-                .map(|m| Record {
-                    message_id: m.message_id.clone(),
-                    receipt_handle: m.receipt_handle.clone(),
-                    group_id: Some(m.group_id.clone()),
-                    body: m.body.clone(),
-                })
-                .collect();
-            let outcome = self.worker.handle_batch(records, None).await;
-            for m in &got {
-                self.source
-                    .delete(self.source.queue_url(), &m.receipt_handle)
-                    .await
-                    .expect("delete");
-            }
-            for (id, result) in outcome.records {
-                let handled: Result<Handled, RecordError> = result;
-                all.push(handled.unwrap_or_else(|e| panic!("record {id} failed: {e:?}")));
-            }
-        }
-        panic!("the queue never drained");
+        pump(&self.source, &self.worker).await
     }
 
     async fn load(&self, id: &str) -> Execution {
