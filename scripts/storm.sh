@@ -13,5 +13,7 @@ executions="${1:-2000}"
 seed="${2:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
 export HAREL_STORM_EXECUTIONS="$executions" HAREL_STORM_SEED="$seed"
 export HAREL_STORM_LANES="${HAREL_STORM_LANES:-4}"
+# this script has a moto server of its own: emptied between rounds, it stays fast
+export HAREL_STORM_RESET_MOTO=1
 exec scripts/with-moto.sh cargo test -p harel-tests --test fault_storm -- \
   --exact the_storm_loses_nothing_and_applies_nothing_twice --nocapture

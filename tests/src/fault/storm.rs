@@ -231,6 +231,20 @@ impl Storm {
             if visible + in_flight + delayed == 0 && !pending {
                 return Ok(());
             }
+            if self.started.elapsed() > self.cfg.limit {
+                let outbox = store.pending_outbox().await.map_err(store_err)?;
+                let spawns = store.pending_spawns().await.map_err(store_err)?;
+                let due = store
+                    .due_timers(self.world.clock.now())
+                    .await
+                    .map_err(store_err)?;
+                return Err(FaultError::Stuck(format!(
+                    "{what}: {visible} visible, {in_flight} in flight, {delayed} delayed; outbox {:?}; spawns {:?}; due timers {:?}",
+                    outbox.iter().map(|e| (&e.target_id, &e.event.kind, &e.event.id)).collect::<Vec<_>>(),
+                    spawns.iter().map(|e| &e.child_id).collect::<Vec<_>>(),
+                    due.iter().map(|t| (&t.execution_id, &t.path)).collect::<Vec<_>>(),
+                )));
+            }
             if visible == 0 {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
