@@ -8,14 +8,16 @@
 
 use std::process::{Command, Output};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use harel_app::aws::AppWorker;
+use harel_app::Booted;
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::Role;
+use harel_lambda::{Driver, Role};
 use harel_model::{Object, Status};
 use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
-use harel_testkit::{pump, MotoStack};
+use harel_testkit::{config_from, pump, MotoStack};
 use serde_json::{json, Value};
 
 /// The ring size the functions are configured with here: the parent's six steps overflow it.
@@ -26,6 +28,8 @@ struct Stack {
     queue: String,
     source: SqsTransport,
     worker: Arc<AppWorker>,
+    /// The relay function, booted from the same settings.
+    relay: Booted,
     store: DynamoDbStore,
 }
 
@@ -49,11 +53,21 @@ impl Stack {
         let booted = harel_app::aws::boot_with(Role::Worker, config, &moto.sdk)
             .await
             .expect("the worker boots");
+        let settings = moto.settings(&[("HAREL_TRACE", trace), ("HAREL_TRACE_MAX", &trace_max)]);
+        let pairs: Vec<(&str, &str)> = settings
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let relay =
+            harel_app::aws::boot_with(Role::Relay, config_from(Role::Relay, &pairs), &moto.sdk)
+                .await
+                .expect("the relay boots");
         Stack {
             source: moto.source(),
             prefix: moto.prefix,
             queue: moto.queue,
             worker: booted.into_worker(),
+            relay,
             store,
         }
     }
@@ -256,4 +270,74 @@ async fn with_the_trace_off_the_functions_write_none() {
     assert!(stack.store.read_trace(id).await.expect("trace").is_empty());
     let out = stack.ok(&["trace", id]);
     has(&out, "0 steps");
+}
+
+#[tokio::test]
+async fn a_region_the_relay_starts_after_a_crash_is_traced() {
+    let stack = Stack::new("true").await;
+    let id = "shop-crashed";
+    stack.ok(&["create", "ShopOrder", "--id", id]);
+    stack.pump().await;
+    stack.ok(&["send", id, "-e", "PlaceOrder"]);
+    stack.pump().await;
+    // a worker commits PaymentAuthorized (the fork) and dies before delivering its spawns
+    let mut exe = stack.store.load(id).await.expect("load").expect("exists");
+    let paid = harel_model::Event::new("PaymentAuthorized").with_data(
+        json!({"amount": 20.0})
+            .as_object()
+            .cloned()
+            .expect("an object"),
+    );
+    let stepped = stack
+        .relay
+        .driver
+        .step(&stack.relay.store, &mut exe, Some(&paid))
+        .await
+        .expect("the step commits");
+    assert_eq!(stepped.spawns.len(), 2);
+    // the relay creates and starts the regions: each start is a traced step
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let report = harel_lambda::relay(
+        &stack.relay.store,
+        &stack.relay.transport,
+        &stack.relay.driver,
+        deadline,
+    )
+    .await
+    .expect("relay");
+    assert_eq!(report.delivered.children_created, 2);
+    for spawn in &stepped.spawns {
+        let steps = stack
+            .store
+            .read_trace(&spawn.child_id)
+            .await
+            .expect("trace");
+        let kinds: Vec<&Value> = steps.iter().map(|s| &s["event_kind"]).collect();
+        assert_eq!(kinds, [&json!("Start")], "{}", spawn.child_id);
+        assert_harels_shape(&steps[0]);
+    }
+    // their Finished reach the parent through the queue: the join moves it on
+    stack.pump().await;
+    let exe = stack.store.load(id).await.expect("load").expect("exists");
+    assert_eq!(exe.active_path.as_deref(), Some("Shipping"));
+    // Start, PlaceOrder, PaymentAuthorized, Finished, Finished: the ring of four dropped 0
+    let trace = stack.store.read_trace(id).await.expect("trace");
+    let indexed: Vec<(u64, &str)> = trace
+        .iter()
+        .map(|s| {
+            (
+                s["index"].as_u64().expect("an index"),
+                s["event_kind"].as_str().expect("a kind"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        indexed,
+        [
+            (1, "PlaceOrder"),
+            (2, "PaymentAuthorized"),
+            (3, "Finished"),
+            (4, "Finished")
+        ]
+    );
 }
