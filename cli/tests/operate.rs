@@ -399,7 +399,7 @@ async fn control_commands_answer_in_text_and_json() {
 #[tokio::test]
 async fn trace_prints_a_timeline() {
     let stack = Stack::new().await;
-    // the functions do not write the trace yet: a traced runner on the same tables does
+    // a traced runner on the same tables writes the trace (the functions' own: trace_functions.rs)
     let defn = harel_lang::load_file(ORDER.as_ref(), Some("Order")).expect("order");
     let traced = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&stack.sdk), &stack.prefix)
         .expect("prefix");

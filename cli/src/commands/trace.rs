@@ -1,6 +1,6 @@
 //! `harel trace ID`: an execution's recorded steps as a timeline (`--json`: the trace entries
-//! as stored). The trace is opt-in (harel's `trace=True`, `DurableRunner::with_trace`); the
-//! serverless functions do not write it yet, and control commands add no step (as in harel).
+//! as stored). The trace is opt-in (harel's `trace=True`, `DurableRunner::with_trace`, the
+//! functions' `HAREL_TRACE=true`), and control commands add no step (as in harel).
 
 use std::process::ExitCode;
 
@@ -107,7 +107,7 @@ pub async fn execute(args: TraceArgs) -> anyhow::Result<ExitCode> {
         if steps.len() == 1 { "" } else { "s" }
     );
     if steps.is_empty() {
-        println!("no trace recorded: the trace is opt-in (a runner with the trace on writes it; the serverless functions do not yet)");
+        println!("no trace recorded: the trace is opt-in (deploy with TraceEnabled=true, i.e. HAREL_TRACE=true for the functions, or a runner with the trace on)");
     }
     for line in timeline(&steps) {
         println!("{line}");
