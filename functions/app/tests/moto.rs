@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
-use harel_lambda::{create_body, Role, RuntimeDriver, Worker};
+use harel_lambda::{create_body, Handled, RecordError, Role, RuntimeDriver, Worker};
 use harel_model::{Event, Execution, Object, Status};
 use harel_runtime::{Clock, ManualClock};
 use harel_sqs::{MemoryTransport, Outgoing, SqsTransport, Transport, REASON_ATTRIBUTE};
@@ -84,7 +84,11 @@ struct Aws {
 }
 
 async fn aws() -> Aws {
-    let moto = MotoStack::new("t").await;
+    aws_with(MotoStack::new("t").await, &[]).await
+}
+
+/// The stack's worker with the idempotency layer, configured with `extra` settings.
+async fn aws_with(moto: MotoStack, extra: &[(&str, &str)]) -> Aws {
     let counter = Counter::default();
     let ddb = aws_sdk_dynamodb::Client::from_conf(
         aws_sdk_dynamodb::config::Builder::from(&moto.sdk)
@@ -112,7 +116,7 @@ async fn aws() -> Aws {
         transport,
         driver(clock.clone()),
         Some(idempotency),
-        moto.config(&[]),
+        moto.config(extra),
     ));
     Aws {
         source: moto.source(),
@@ -404,6 +408,127 @@ async fn suspended_groups_are_parked_on_moto() {
         .await
         .expect("receive");
     assert!(hidden.is_empty());
+}
+
+/// A suspension that outlasts the queue's redrive: each park hides the message twice as long
+/// as the one before (1, 2, 4, then the 4 s cap), its receive count grows, the group stays
+/// blocked behind it, and the message never reaches the DLQ; resumed, the group runs in order.
+#[tokio::test]
+async fn a_long_suspension_parks_longer_each_time_and_never_dead_letters() {
+    let moto = MotoStack::new("t").await;
+    // what the template sets (MaxReceiveCount), small: the 7th receive would dead-letter
+    moto.set_max_receive_count(6).await;
+    let aws = aws_with(
+        moto,
+        &[
+            ("HAREL_SUSPEND_RECHECK_SECONDS", "1"),
+            ("HAREL_SUSPEND_RECHECK_MAX_SECONDS", "4"),
+        ],
+    )
+    .await;
+    let id = "long-1";
+    aws.send(id, create_body("Flow", Object::new(), Some(id)))
+        .await;
+    aws.pump().await;
+    harel_control::suspend(&aws.reader, id, aws.clock.now())
+        .await
+        .expect("suspend");
+    // in order: Go, then Boom (ignored in Waiting; out of order it would fail the execution)
+    let go = Event::new("Go").with_id("go-1");
+    aws.send(id, go.to_json()).await;
+    aws.send(id, Event::new("Boom").with_id("boom-1").to_json())
+        .await;
+    let t = &aws.source;
+    let mut hidden_for = Vec::new();
+    let mut parked_at = None;
+    for expected_count in 1..=5u32 {
+        // the next delivery, once the park's delay has passed
+        let got = loop {
+            let got = t
+                .receive(10, Duration::from_secs(1), Duration::from_secs(30))
+                .await
+                .expect("receive");
+            if !got.is_empty() {
+                break got;
+            }
+            assert!(expected_count > 1, "the first delivery did not come");
+        };
+        if let Some(at) = parked_at {
+            hidden_for.push(std::time::Instant::elapsed(&at));
+        }
+        // the group in order, Go first (Boom comes along in the same batch or not at all)
+        assert_eq!(got[0].body, go.to_json(), "{got:?}");
+        assert!(got.iter().all(|m| m.group_id == id), "{got:?}");
+        assert_eq!(got[0].receive_count, expected_count);
+        if expected_count == 5 {
+            // resumed while this delivery is in flight: Go is processed, then Boom
+            harel_control::resume(&aws.reader, id, aws.clock.now())
+                .await
+                .expect("resume");
+            let outcome = aws.worker.handle_batch(records(&got), None).await;
+            assert!(
+                outcome
+                    .records
+                    .iter()
+                    .all(|(_, r)| matches!(r, Ok(Handled::Processed { .. }))),
+                "{:?}",
+                outcome.records
+            );
+            for m in &got {
+                t.delete(t.queue_url(), &m.receipt_handle)
+                    .await
+                    .expect("delete");
+            }
+            break;
+        }
+        let outcome = aws.worker.handle_batch(records(&got), None).await;
+        parked_at = Some(std::time::Instant::now());
+        assert!(
+            matches!(outcome.records[0].1, Err(RecordError::Parked(_))),
+            "{:?}",
+            outcome.records
+        );
+        // the rest of the group was not processed: back at once, as the event source
+        // returns failures here (behind the parked Go, still held)
+        for (m, (_, result)) in got.iter().zip(&outcome.records).skip(1) {
+            assert!(matches!(result, Err(RecordError::Blocked(_))), "{result:?}");
+            t.park(&m.receipt_handle, Duration::ZERO)
+                .await
+                .expect("release");
+        }
+        // hidden at once: neither it nor the rest of its group is visible
+        let now = t
+            .receive(10, Duration::ZERO, Duration::from_secs(30))
+            .await
+            .expect("receive");
+        assert!(now.is_empty(), "{now:?}");
+    }
+    let hidden: Vec<u64> = hidden_for.iter().map(|d| d.as_secs()).collect();
+    for (i, (got, want)) in hidden_for.iter().zip([1u64, 2, 4, 4]).enumerate() {
+        assert!(
+            got.as_secs_f64() >= want as f64 - 0.5 && got.as_secs_f64() < want as f64 + 2.5,
+            "park {} hid the message {got:?}, expected about {want} s ({hidden:?})",
+            i + 1
+        );
+    }
+    let dead = t
+        .receive_from(&aws.dlq, 10, Duration::ZERO, Duration::from_secs(30))
+        .await
+        .expect("dlq");
+    assert!(dead.is_empty(), "dead-lettered while suspended: {dead:?}");
+
+    aws.pump().await;
+    let exe = aws.load(id).await;
+    assert_eq!(
+        (exe.status, exe.active_path.as_deref()),
+        (Status::Running, Some("Waiting")),
+        "{exe:?}"
+    );
+    let dead = t
+        .receive_from(&aws.dlq, 10, Duration::ZERO, Duration::from_secs(30))
+        .await
+        .expect("dlq");
+    assert!(dead.is_empty(), "{dead:?}");
 }
 
 /// The same Flow run through harel-runtime's in-memory `DurableRunner` (harel's

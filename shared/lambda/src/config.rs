@@ -9,6 +9,11 @@ pub const DLQ_URL: &str = "HAREL_DLQ_URL";
 pub const IDEMPOTENCY_TABLE: &str = "IDEMPOTENCY_TABLE";
 /// Seconds a message for a SUSPENDED execution stays hidden before it is looked at again.
 pub const SUSPEND_RECHECK: &str = "HAREL_SUSPEND_RECHECK_SECONDS";
+/// The longest a parked message stays hidden: the park delay doubles with every receive up
+/// to this cap.
+pub const SUSPEND_RECHECK_MAX: &str = "HAREL_SUSPEND_RECHECK_MAX_SECONDS";
+/// SQS hides a message for at most 12 hours.
+const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 3600);
 /// Groups of one batch the worker processes at the same time.
 pub const WORKER_CONCURRENCY: &str = "HAREL_WORKER_CONCURRENCY";
 /// Seconds between two sweeps within one sweeper invocation (the timer precision).
@@ -56,7 +61,10 @@ pub struct Config {
     pub dlq_url: Option<String>,
     /// Required by the worker.
     pub idempotency_table: Option<String>,
+    /// The first park's delay; each later receive of the same message doubles it.
     pub suspend_recheck: Duration,
+    /// The cap on a park's delay.
+    pub suspend_recheck_max: Duration,
     pub worker_concurrency: usize,
     pub sweep_interval: Duration,
     pub sweep_window: Duration,
@@ -181,11 +189,31 @@ impl Config {
             ));
         }
         let suspend_recheck = seconds(SUSPEND_RECHECK, 5.0)?;
-        if suspend_recheck > Duration::from_secs(12 * 3600) {
+        if suspend_recheck > MAX_VISIBILITY {
             return Err(invalid(
                 SUSPEND_RECHECK,
                 &suspend_recheck.as_secs().to_string(),
                 "SQS hides a message for at most 43200 seconds",
+            ));
+        }
+        // unset, the cap is 900 s, or the first delay when that is longer (a deployment that
+        // set only the recheck keeps working)
+        let suspend_recheck_max = seconds(
+            SUSPEND_RECHECK_MAX,
+            suspend_recheck.as_secs_f64().max(900.0),
+        )?;
+        if suspend_recheck_max > MAX_VISIBILITY {
+            return Err(invalid(
+                SUSPEND_RECHECK_MAX,
+                &suspend_recheck_max.as_secs().to_string(),
+                "SQS hides a message for at most 43200 seconds",
+            ));
+        }
+        if suspend_recheck_max < suspend_recheck {
+            return Err(invalid(
+                SUSPEND_RECHECK_MAX,
+                &suspend_recheck_max.as_secs_f64().to_string(),
+                &format!("the cap is below {SUSPEND_RECHECK} ({suspend_recheck:?})"),
             ));
         }
         Ok(Config {
@@ -194,6 +222,7 @@ impl Config {
             dlq_url,
             idempotency_table,
             suspend_recheck,
+            suspend_recheck_max,
             worker_concurrency,
             sweep_interval,
             sweep_window: seconds(SWEEP_WINDOW, 50.0)?,
@@ -208,6 +237,22 @@ impl Config {
             trace,
             trace_max,
         })
+    }
+}
+
+impl Config {
+    /// How long to hide the message of a SUSPENDED execution on its `receive_count`-th
+    /// receive (1 = first): `suspend_recheck * 2^(receive_count - 1)`, at most
+    /// `suspend_recheck_max`. Each park is one more receive towards the queue's
+    /// `maxReceiveCount`; the growing delay lets a long suspension outlast it (harel's
+    /// constant `nack(delay)` sends the message to the DLQ after `maxReceiveCount` rechecks).
+    pub fn suspend_park_delay(&self, receive_count: u32) -> Duration {
+        let doublings = receive_count.saturating_sub(1).min(31);
+        self.suspend_recheck
+            .checked_mul(1u32 << doublings)
+            .map_or(self.suspend_recheck_max, |d| {
+                d.min(self.suspend_recheck_max)
+            })
     }
 }
 
@@ -271,6 +316,63 @@ mod tests {
         assert_eq!(c.worker_concurrency, 8);
         assert_eq!(c.suspend_recheck, Duration::from_secs(5));
         assert_eq!(c.sweep_interval, Duration::from_secs(1));
+        assert_eq!(c.suspend_recheck_max, Duration::from_secs(900));
+    }
+
+    #[test]
+    fn the_park_delay_doubles_per_receive_up_to_the_cap() {
+        let c = Config::from_lookup(Role::Worker, env(&BASE)).expect("valid");
+        let delays: Vec<u64> = (1..=10)
+            .map(|n| c.suspend_park_delay(n).as_secs())
+            .collect();
+        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 320, 640, 900, 900]);
+        // the first 8 parks hide it 1275 s, each later one 900 s
+        assert_eq!(delays[..8].iter().sum::<u64>(), 1275);
+        // a count of 0 (never sent by SQS) is the first receive; huge counts stay capped
+        assert_eq!(c.suspend_park_delay(0), Duration::from_secs(5));
+        assert_eq!(c.suspend_park_delay(u32::MAX), Duration::from_secs(900));
+
+        let mut e = BASE.to_vec();
+        e.push((SUSPEND_RECHECK, "1.5"));
+        e.push((SUSPEND_RECHECK_MAX, "4"));
+        let c = Config::from_lookup(Role::Worker, env(&e)).expect("valid");
+        let delays: Vec<f64> = (1..=4)
+            .map(|n| c.suspend_park_delay(n).as_secs_f64())
+            .collect();
+        assert_eq!(delays, [1.5, 3.0, 4.0, 4.0]);
+
+        let mut e = BASE.to_vec();
+        e.push((SUSPEND_RECHECK, "0"));
+        let c = Config::from_lookup(Role::Worker, env(&e)).expect("valid");
+        assert_eq!(c.suspend_park_delay(7), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_park_cap_is_checked() {
+        let mut e = BASE.to_vec();
+        e.push((SUSPEND_RECHECK_MAX, "43201"));
+        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("past SQS's max");
+        assert!(
+            err.to_string()
+                .starts_with("HAREL_SUSPEND_RECHECK_MAX_SECONDS="),
+            "{err}"
+        );
+
+        let mut e = BASE.to_vec();
+        e.push((SUSPEND_RECHECK, "60"));
+        e.push((SUSPEND_RECHECK_MAX, "30"));
+        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("below the first delay");
+        assert!(
+            err.to_string()
+                .contains("below HAREL_SUSPEND_RECHECK_SECONDS"),
+            "{err}"
+        );
+
+        // unset, the cap never undercuts a first delay past 900 s
+        let mut e = BASE.to_vec();
+        e.push((SUSPEND_RECHECK, "3600"));
+        let c = Config::from_lookup(Role::Worker, env(&e)).expect("valid");
+        assert_eq!(c.suspend_park_delay(3), Duration::from_secs(3600));
     }
 
     #[test]

@@ -34,15 +34,40 @@ pub struct Record {
     pub receipt_handle: String,
     pub group_id: Option<String>,
     pub body: String,
+    /// SQS's `ApproximateReceiveCount` (1: the first delivery): how many times the message
+    /// was handed out, parks included; it sets how long a parked message is hidden.
+    pub receive_count: u32,
 }
 
 impl Record {
+    /// A record on its first delivery.
+    pub fn new(
+        message_id: impl Into<String>,
+        receipt_handle: impl Into<String>,
+        group_id: Option<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        Record {
+            message_id: message_id.into(),
+            receipt_handle: receipt_handle.into(),
+            group_id,
+            body: body.into(),
+            receive_count: 1,
+        }
+    }
+
     pub fn from_sqs(message: &aws_lambda_events::sqs::SqsMessage) -> Self {
         Record {
             message_id: message.message_id.clone().unwrap_or_default(),
             receipt_handle: message.receipt_handle.clone().unwrap_or_default(),
             group_id: message.attributes.get("MessageGroupId").cloned(),
             body: message.body.clone().unwrap_or_default(),
+            receive_count: harel_sqs::sqs::receive_count(
+                message
+                    .attributes
+                    .get("ApproximateReceiveCount")
+                    .map_or("", String::as_str),
+            ),
         }
     }
 
@@ -54,6 +79,7 @@ impl Record {
             receipt_handle: message.receipt_handle.clone(),
             group_id: Some(message.group_id.clone()),
             body: message.body.clone(),
+            receive_count: message.receive_count,
         }
     }
 
@@ -473,9 +499,13 @@ where
         match exe.status {
             Status::Cancelled => return skip("execution is CANCELLED"),
             Status::Suspended => {
-                self.transport
-                    .park(&record.receipt_handle, self.config.suspend_recheck)
-                    .await?;
+                let delay = self.config.suspend_park_delay(record.receive_count);
+                tracing::info!(
+                    receive_count = record.receive_count,
+                    delay_s = delay.as_secs_f64(),
+                    "execution is SUSPENDED: parking its message"
+                );
+                self.transport.park(&record.receipt_handle, delay).await?;
                 return Err(RecordError::Parked(exe.id));
             }
             Status::Pending if event.kind != "Start" => {

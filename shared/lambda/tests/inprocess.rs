@@ -420,12 +420,7 @@ async fn malformed_messages_go_to_the_dead_letter_queue_with_the_reason() {
     // the group goes on: m-4 was created
     assert_eq!(h.exe("m-4").await.status, Status::Running);
     // no group at all
-    let record = harel_lambda::Record {
-        message_id: "x".into(),
-        receipt_handle: "r".into(),
-        group_id: None,
-        body: "{}".into(),
-    };
+    let record = harel_lambda::Record::new("x", "r", None, "{}");
     let out = h.worker.handle_batch(vec![record], None).await;
     assert!(
         matches!(&out.records[0].1, Ok(Handled::DeadLettered { reason }) if reason.contains("MessageGroupId"))

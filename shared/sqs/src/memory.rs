@@ -53,10 +53,12 @@ impl MemoryTransport {
         state.queue.drain(..n).collect()
     }
 
-    /// Put received messages back at the front (they were not consumed).
+    /// Put received messages back at the front (they were not consumed): delivered again,
+    /// each counts one more receive, as SQS counts them.
     pub fn requeue_front(&self, messages: Vec<Received>) {
         let mut state = self.lock();
-        for m in messages.into_iter().rev() {
+        for mut m in messages.into_iter().rev() {
+            m.receive_count = m.receive_count.saturating_add(1);
             state.queue.push_front(m);
         }
     }
@@ -111,6 +113,7 @@ impl MemoryTransport {
             dedupe_id: message.dedupe_id.clone(),
             body: message.body.clone(),
             attributes,
+            receive_count: 1,
         })
     }
 }
@@ -172,6 +175,7 @@ impl Transport for MemoryTransport {
             dedupe_id: message.dedupe_id,
             body: message.body,
             attributes,
+            receive_count: 1,
         });
         Ok(())
     }

@@ -78,6 +78,9 @@ pub struct Received {
     pub body: String,
     /// String message attributes (the dead-letter reason travels as one).
     pub attributes: Vec<(String, String)>,
+    /// SQS's `ApproximateReceiveCount`: 1 on the first delivery, one more on each later
+    /// one (a park included).
+    pub receive_count: u32,
 }
 
 impl Received {

@@ -95,6 +95,7 @@ impl SqsTransport {
             .visibility_timeout(visibility_seconds(visibility))
             .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
             .message_system_attribute_names(MessageSystemAttributeName::MessageDeduplicationId)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .message_attribute_names("All")
             .send()
             .await
@@ -124,6 +125,9 @@ impl SqsTransport {
                 dedupe_id: get(MessageSystemAttributeName::MessageDeduplicationId),
                 body: m.body().unwrap_or_default().to_string(),
                 attributes,
+                receive_count: receive_count(&get(
+                    MessageSystemAttributeName::ApproximateReceiveCount,
+                )),
             });
         }
         Ok(received)
@@ -220,6 +224,11 @@ impl SqsTransport {
         }
         Ok(failures)
     }
+}
+
+/// SQS's `ApproximateReceiveCount` attribute; 1 (this delivery) when absent or unreadable.
+pub fn receive_count(attribute: &str) -> u32 {
+    attribute.trim().parse::<u32>().map_or(1, |n| n.max(1))
 }
 
 /// Split `indices` into batch calls: at most `MAX_BATCH` entries and `MAX_BATCH_BYTES` of body
@@ -418,6 +427,14 @@ mod tests {
 
     fn msg(body_len: usize) -> Outgoing {
         Outgoing::raw("g", "d".into(), "x".repeat(body_len)).expect("valid group")
+    }
+
+    #[test]
+    fn receive_counts_read_as_sqs_sends_them() {
+        assert_eq!(receive_count("3"), 3);
+        assert_eq!(receive_count(""), 1);
+        assert_eq!(receive_count("0"), 1);
+        assert_eq!(receive_count("many"), 1);
     }
 
     #[test]

@@ -127,6 +127,33 @@ impl MotoStack {
         ))
     }
 
+    /// The queue's redrive policy, as the template sets it: a message received more than
+    /// `max_receive_count` times goes to the DLQ.
+    pub async fn set_max_receive_count(&self, max_receive_count: u32) {
+        use aws_sdk_sqs::types::QueueAttributeName;
+        let dlq_arn = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&self.dlq)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .expect("the DLQ's attributes")
+            .attributes()
+            .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+            .expect("the DLQ's ARN");
+        let policy = format!(
+            r#"{{"deadLetterTargetArn": "{dlq_arn}", "maxReceiveCount": {max_receive_count}}}"#
+        );
+        self.sqs
+            .set_queue_attributes()
+            .queue_url(&self.queue)
+            .attributes(QueueAttributeName::RedrivePolicy, policy)
+            .send()
+            .await
+            .expect("the redrive policy");
+    }
+
     /// Powertools' idempotency table (`{prefix}_idempotency`: hash key `id`, a string), as
     /// the template declares it.
     pub async fn create_idempotency_table(&self, client: &aws_sdk_dynamodb::Client) {

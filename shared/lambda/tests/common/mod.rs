@@ -100,12 +100,7 @@ pub fn harness(idempotent: bool) -> Harness {
 }
 
 pub fn record(m: &Received) -> Record {
-    Record {
-        message_id: m.message_id.clone(),
-        receipt_handle: m.receipt_handle.clone(),
-        group_id: Some(m.group_id.clone()),
-        body: m.body.clone(),
-    }
+    Record::from(m)
 }
 
 impl Harness {
