@@ -5,10 +5,12 @@
 //! Panics are the point here: this crate is only ever a dev-dependency, and a harness that
 //! cannot set up must fail the test with the reason.
 
+pub mod client;
 pub mod config;
 pub mod moto;
 pub mod source;
 
+pub use client::{relay, send};
 pub use config::config_from;
 pub use moto::{endpoint, sdk_config, unique_prefix, MotoStack, MotoWorker};
 pub use source::{memory_pump, pump, pump_once, records, Outcome};
