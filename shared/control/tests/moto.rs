@@ -5,16 +5,15 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use harel_control::{CancelMode, Command};
 use harel_dynamodb::DynamoDbStore;
 use harel_lambda::{create_body, Handled, RecordError, RuntimeDriver};
 use harel_model::{Definition, Event, Execution, Status};
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
-use harel_sqs::{Outgoing, SqsTransport, Transport};
+use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
-use harel_testkit::{endpoint, pump_once, MotoStack, MotoWorker};
+use harel_testkit::{endpoint, pump_once, relay, send, MotoStack, MotoWorker};
 use serde_json::json;
 
 const MACHINES: &str = include_str!("machines/control.stm");
@@ -76,11 +75,7 @@ impl Stack {
     }
 
     async fn send(&self, group: &str, body: String) {
-        let dedupe = uuid::Uuid::new_v4().to_string();
-        self.source
-            .publish(Outgoing::raw(group, dedupe, body).expect("group"))
-            .await
-            .expect("send");
+        send(&self.source, group, body).await;
     }
 
     async fn send_event(&self, id: &str, kind: &str) {
@@ -125,15 +120,7 @@ impl Stack {
     }
 
     async fn relay(&self) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        harel_lambda::relay(
-            &self.worker.store,
-            &self.worker.transport,
-            &self.worker.driver,
-            deadline,
-        )
-        .await
-        .expect("relay");
+        relay(&self.worker).await;
     }
 
     async fn load(&self, id: &str) -> Execution {
