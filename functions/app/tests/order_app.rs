@@ -6,14 +6,13 @@
 //! terminals, and cancelled with cleanup through the control plane.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use harel_lambda::{create_body, fire_due, relay, Driver, RuntimeDriver, SweepReport};
+use harel_lambda::{create_body, fire_due, Driver, RuntimeDriver, SweepReport};
 use harel_model::{Event, Execution, Object, Status};
 use harel_runtime::{Clock, ManualClock};
-use harel_sqs::{Outgoing, SqsTransport, Transport};
+use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
-use harel_testkit::{pump, MotoStack, MotoWorker};
+use harel_testkit::{pump, relay, send, MotoStack, MotoWorker};
 use serde_json::{json, Value};
 
 type AppWorker = MotoWorker<RuntimeDriver>;
@@ -56,11 +55,7 @@ impl App {
     }
 
     async fn send(&self, group: &str, body: String) {
-        let dedupe = uuid::Uuid::new_v4().to_string();
-        self.source
-            .publish(Outgoing::raw(group, dedupe, body).expect("group"))
-            .await
-            .expect("send");
+        send(&self.source, group, body).await;
     }
 
     /// The Lambda event source: batches to the worker until the queue is empty; every
@@ -86,14 +81,7 @@ impl App {
     }
 
     async fn relay(&self) {
-        relay(
-            &self.worker.store,
-            &self.worker.transport,
-            &self.worker.driver,
-            Instant::now() + Duration::from_secs(30),
-        )
-        .await
-        .expect("relay");
+        relay(&self.worker).await;
     }
 
     async fn load(&self, id: &str) -> Execution {
