@@ -13,9 +13,9 @@ use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig
 use harel_lambda::{create_body, Handled, RecordError, Role, RuntimeDriver, Worker};
 use harel_model::{Event, Execution, Object, Status};
 use harel_runtime::{Clock, ManualClock};
-use harel_sqs::{MemoryTransport, Outgoing, SqsTransport, Transport, REASON_ATTRIBUTE};
+use harel_sqs::{MemoryTransport, SqsTransport, Transport, REASON_ATTRIBUTE};
 use harel_store::{ExecutionStore, MemoryStore};
-use harel_testkit::{config_from, memory_pump, pump, records, MotoStack};
+use harel_testkit::{config_from, memory_pump, pump, records, relay, send, MotoStack};
 
 /// Counts AWS requests by operation (the `X-Amz-Target` header of the JSON protocols).
 #[derive(Clone, Debug, Default)]
@@ -131,11 +131,7 @@ async fn aws_with(moto: MotoStack, extra: &[(&str, &str)]) -> Aws {
 
 impl Bus for Aws {
     async fn send(&self, group: &str, body: String) {
-        let dedupe = uuid::Uuid::new_v4().to_string();
-        self.source
-            .publish(Outgoing::raw(group, dedupe, body).expect("group"))
-            .await
-            .expect("send");
+        send(&self.source, group, body).await;
     }
 
     async fn pump(&self) -> usize {
@@ -149,15 +145,7 @@ impl Bus for Aws {
     }
 
     async fn relay(&self) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        harel_lambda::relay(
-            &self.worker.store,
-            &self.worker.transport,
-            &self.worker.driver,
-            deadline,
-        )
-        .await
-        .expect("relay");
+        relay(&self.worker).await;
     }
 
     async fn load(&self, id: &str) -> Execution {
@@ -211,11 +199,7 @@ fn memory() -> Memory {
 
 impl Bus for Memory {
     async fn send(&self, group: &str, body: String) {
-        let dedupe = uuid::Uuid::new_v4().to_string();
-        self.transport
-            .publish(Outgoing::raw(group, dedupe, body).expect("group"))
-            .await
-            .expect("send");
+        send(&self.transport, group, body).await;
     }
     async fn pump(&self) -> usize {
         memory_pump(&self.transport, &self.worker).await.len()
@@ -226,15 +210,7 @@ impl Bus for Memory {
             .expect("sweep")
     }
     async fn relay(&self) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        harel_lambda::relay(
-            &self.worker.store,
-            &*self.transport,
-            &self.worker.driver,
-            deadline,
-        )
-        .await
-        .expect("relay");
+        relay(&self.worker).await;
     }
     async fn load(&self, id: &str) -> Execution {
         self.worker
