@@ -12,9 +12,9 @@ use harel_lambda::deliver::DeliverError;
 use harel_lambda::{create_body, sweep_once, Handled, RuntimeDriver};
 use harel_model::{Definition, Event, Execution, Object, Status};
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
-use harel_sqs::{Outgoing, SqsTransport, Transport};
+use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
-use harel_testkit::{pump, MotoStack, MotoWorker};
+use harel_testkit::{pump, send, MotoStack, MotoWorker};
 use serde_json::json;
 
 const MACHINES: &str = r#"
@@ -107,11 +107,7 @@ impl Stack {
     }
 
     async fn send(&self, group: &str, body: String) {
-        let dedupe = uuid::Uuid::new_v4().to_string();
-        self.source
-            .publish(Outgoing::raw(group, dedupe, body).expect("group"))
-            .await
-            .expect("send");
+        send(&self.source, group, body).await;
     }
 
     /// Batches, as the Lambda event source hands them over, until the queue is empty; every
