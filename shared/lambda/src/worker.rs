@@ -682,3 +682,32 @@ fn observe_event(observer: &Observer, machine: &str, kind: &str) {
 fn report_undelivered(execution_id: &str, e: &DeliverError) {
     tracing::warn!(%execution_id, error = %e, "could not deliver everything the step enqueued; the relay will");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(attributes: serde_json::Value) -> aws_lambda_events::sqs::SqsMessage {
+        serde_json::from_value(serde_json::json!({
+            "messageId": "m-1",
+            "receiptHandle": "rh",
+            "body": "{}",
+            "attributes": attributes,
+            "messageAttributes": {},
+        }))
+        .expect("an SQS record")
+    }
+
+    #[test]
+    fn a_record_carries_sqss_receive_count() {
+        let record = Record::from_sqs(&message(serde_json::json!({
+            "MessageGroupId": "g",
+            "ApproximateReceiveCount": "3",
+        })));
+        assert_eq!(record.group_id.as_deref(), Some("g"));
+        assert_eq!(record.receive_count, 3);
+        // absent (never from Lambda): the first delivery
+        let record = Record::from_sqs(&message(serde_json::json!({})));
+        assert_eq!(record.receive_count, 1);
+    }
+}
