@@ -243,6 +243,7 @@ async fn bad_creates_are_dead_lettered_with_the_reason() {
         receipt_handle: "rh".into(),
         group_id: None,
         body: Event::new("Go").to_json(),
+        receive_count: 1,
     };
     let outcome = worker.handle_batch(vec![record], None).await;
     match &outcome.records[0].1 {
