@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use harel_idempotency::{Client as IdempotencyClient, Idempotency, RunError};
 use harel_model::schema::{check_context, check_event, with_defaults};
@@ -296,6 +297,10 @@ where
                 let _permit = permits.acquire_owned().await;
                 let mut results = Vec::with_capacity(members.len());
                 let mut failed = false;
+                // a parked head holds its group for the park's delay; the records queued
+                // behind it are parked as long, or they would come back after the queue's
+                // visibility timeout and spend a receive each time (toward the DLQ)
+                let mut parked_for: Option<Duration> = None;
                 for (i, record) in members {
                     // every line logged for the record carries these
                     let span = tracing::info_span!(
@@ -307,6 +312,13 @@ where
                     );
                     let observer = Observer::default();
                     let result = if failed {
+                        if let Some(delay) = parked_for {
+                            if let Err(e) =
+                                worker.transport.park(&record.receipt_handle, delay).await
+                            {
+                                span.in_scope(|| tracing::warn!(error = %e, "could not park a record behind a parked one"));
+                            }
+                        }
                         Err(RecordError::Blocked(
                             record.group_id.clone().unwrap_or_default(),
                         ))
@@ -321,7 +333,11 @@ where
                         Err(e) if !failed => tracing::warn!(error = %e, "record failed"),
                         Err(e) => tracing::info!(error = %e, "record not processed"),
                     });
-                    if result.is_err() {
+                    if let Err(e) = &result {
+                        if !failed && matches!(e, RecordError::Parked(_)) {
+                            parked_for =
+                                Some(worker.config.suspend_park_delay(record.receive_count));
+                        }
                         failed = true;
                     }
                     results.push((i, record.message_id, result, observer.take()));
