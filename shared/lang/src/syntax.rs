@@ -79,6 +79,8 @@ fn describe(rule: Rule) -> String {
         Rule::transition | Rule::selector_trans | Rule::choice_trans => "a transition".into(),
         Rule::field_decl | Rule::context_field => "a field (`name: type`)".into(),
         Rule::binding => "a binding (`handler = pkg.fn`)".into(),
+        Rule::a_value => "a value (a string, a number, `true`/`false` or a list)".into(),
+        Rule::a_pred => "a parenthesised guard (`(context.n > 1)`)".into(),
         _ => format!("a {}", name.replace('_', " ")),
     }
 }

@@ -155,3 +155,10 @@ fn columns_count_characters_not_bytes() {
     let expected = "broken.stm:3:25: unexpected `->`\n      state \"Été\" {} from A -> B\n                            ^\nexpected `to`, `choose`, `select` or `join`\nhint: transitions read `from A to B` — there is no `->` arrow";
     assert_eq!(rendered(text, None), expected);
 }
+
+#[test]
+fn use_argument_without_a_value() {
+    let text = "fragment F(x: value) {\n  initial A\n  state A {}\n}\nmachine M {\n  initial U\n  use F(x = ) as U\n}\n";
+    let expected = "broken.stm:7:13: unexpected `)`\n      use F(x = ) as U\n                ^\nexpected a value (a string, a number, `true`/`false` or a list), a parenthesised guard (`(context.n > 1)`), a dotted path (`event.x`, `pkg.fn`) or a name";
+    assert_eq!(rendered(text, None), expected);
+}
