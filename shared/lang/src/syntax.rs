@@ -186,14 +186,15 @@ pub(crate) fn error(text: &str, origin: &str, e: Error<Rule>) -> LangError {
         let lines: Vec<&str> = text.lines().collect();
         let line = lines.len().max(1);
         let col = lines.last().map_or(0, |l| l.chars().count()) + 1;
-        return LangError::at(
-            ErrorKind::Syntax,
-            origin,
-            text,
-            (line, col),
-            "unexpected end of input (a `{` block is likely missing its closing `}`)",
-        )
-        .with_expected(expected);
+        // the brace hint only where a `}` would have been accepted: a file that stops at
+        // `machine M` or `import "x" as` is not missing one
+        let message = if positives.contains(&Rule::rbrace) {
+            "unexpected end of input (a `{` block is likely missing its closing `}`)"
+        } else {
+            "unexpected end of input"
+        };
+        return LangError::at(ErrorKind::Syntax, origin, text, (line, col), message)
+            .with_expected(expected);
     }
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;

@@ -162,3 +162,11 @@ fn use_argument_without_a_value() {
     let expected = "broken.stm:7:13: unexpected `)`\n      use F(x = ) as U\n                ^\nexpected a value (a string, a number, `true`/`false` or a list), a parenthesised guard (`(context.n > 1)`), a dotted path (`event.x`, `pkg.fn`) or a name";
     assert_eq!(rendered(text, None), expected);
 }
+
+#[test]
+fn end_of_input_where_no_brace_is_open() {
+    let text = "machine M";
+    let expected =
+        "broken.stm:1:10: unexpected end of input\n    machine M\n             ^\nexpected `{`";
+    assert_eq!(rendered(text, None), expected);
+}
