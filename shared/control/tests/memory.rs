@@ -4,10 +4,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use harel_control::{Command, ControlError, RETRIES};
-use harel_model::{Definition, Event, Execution, ExecutionPage, Object, Status};
-use harel_store::{
-    Commit, DueTimer, ExecutionStore, ListQuery, MemoryStore, OutboxEntry, SpawnEntry, StoreResult,
-};
+use harel_model::{Definition, Event, Execution, Object, Status};
+use harel_store::{Commit, CommitHook, ExecutionStore, Hooked, MemoryStore, StoreResult};
 
 const MACHINES: &str = include_str!("machines/control.stm");
 const NOW: f64 = 1_700_000_000.0;
@@ -118,62 +116,27 @@ async fn cancel_of_a_failed_execution_is_forceful_and_keeps_the_error() {
 
 /// A store where another writer commits to the execution just before each of our first
 /// `races` commits: ours then loses the version check.
-struct Racing {
-    inner: MemoryStore,
+#[derive(Default)]
+struct Races {
     races: AtomicUsize,
 }
 
-impl ExecutionStore for Racing {
-    async fn load(&self, id: &str) -> StoreResult<Option<Execution>> {
-        self.inner.load(id).await
-    }
-    async fn load_for_event(&self, id: &str, ev: &str) -> StoreResult<(Option<Execution>, bool)> {
-        self.inner.load_for_event(id, ev).await
-    }
-    async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
+type Racing = Hooked<Box<MemoryStore>, Races>;
+
+impl CommitHook<MemoryStore> for Races {
+    async fn commit(
+        &self,
+        inner: &MemoryStore,
+        exe: &mut Execution,
+        commit: Commit,
+    ) -> StoreResult<Vec<u64>> {
         if self.races.load(Ordering::SeqCst) > 0 {
             self.races.fetch_sub(1, Ordering::SeqCst);
-            let mut other = self.inner.load(&exe.id).await?.expect("exists");
+            let mut other = inner.load(&exe.id).await?.expect("exists");
             other.processed_events += 1;
-            self.inner.commit(&mut other, Commit::default()).await?;
+            inner.commit(&mut other, Commit::default()).await?;
         }
-        self.inner.commit(exe, commit).await
-    }
-    async fn is_processed(&self, id: &str, ev: &str) -> StoreResult<bool> {
-        self.inner.is_processed(id, ev).await
-    }
-    async fn list_executions(&self, q: &ListQuery) -> StoreResult<ExecutionPage> {
-        self.inner.list_executions(q).await
-    }
-    async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {
-        self.inner.pending_outbox().await
-    }
-    async fn ack_outbox(&self, seq: u64) -> StoreResult<()> {
-        self.inner.ack_outbox(seq).await
-    }
-    async fn pending_spawns(&self) -> StoreResult<Vec<SpawnEntry>> {
-        self.inner.pending_spawns().await
-    }
-    async fn ack_spawn(&self, seq: u64) -> StoreResult<()> {
-        self.inner.ack_spawn(seq).await
-    }
-    async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
-        self.inner.due_timers(now).await
-    }
-    async fn delete_timer(&self, id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
-        self.inner.delete_timer(id, path, fire_at).await
-    }
-    async fn read_trace(&self, id: &str) -> StoreResult<Vec<Object>> {
-        self.inner.read_trace(id).await
-    }
-    async fn append_trace(&self, id: &str, entry: Object) -> StoreResult<()> {
-        self.inner.append_trace(id, entry).await
-    }
-    async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
-        self.inner.ids_with_prefix(prefix).await
-    }
-    async fn purge(&self, id: &str, version: u64) -> StoreResult<bool> {
-        self.inner.purge(id, version).await
+        inner.commit(exe, commit).await
     }
 }
 
@@ -186,12 +149,9 @@ fn running_job(id: &str) -> Execution {
 
 #[tokio::test]
 async fn a_concurrent_writer_costs_a_retry_not_the_command() {
-    let store = Racing {
-        inner: MemoryStore::new(),
-        races: AtomicUsize::new(0),
-    };
+    let store = Racing::new(Box::default(), Races::default());
     stored(&store, running_job("r1")).await;
-    store.races.store(2, Ordering::SeqCst);
+    store.hook.races.store(2, Ordering::SeqCst);
     let out = harel_control::cancel(&store, &defn("Job"), "r1", NOW)
         .await
         .expect("cancel");
@@ -214,12 +174,9 @@ async fn a_concurrent_writer_costs_a_retry_not_the_command() {
 
 #[tokio::test]
 async fn after_every_retry_lost_the_command_gives_up_and_says_so() {
-    let store = Racing {
-        inner: MemoryStore::new(),
-        races: AtomicUsize::new(0),
-    };
+    let store = Racing::new(Box::default(), Races::default());
     stored(&store, running_job("r2")).await;
-    store.races.store(RETRIES, Ordering::SeqCst);
+    store.hook.races.store(RETRIES, Ordering::SeqCst);
     let out = harel_control::suspend(&store, "r2", NOW)
         .await
         .expect("harel does not raise");

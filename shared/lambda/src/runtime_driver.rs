@@ -6,11 +6,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use harel_model::{Definition, Event, Execution, ExecutionPage, Object};
+use harel_model::{Definition, Event, Execution};
 use harel_runtime::{ActionRegistry, Clock, DurableRunner, RuntimeError, SystemClock};
-use harel_store::{
-    Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreError, StoreResult,
-};
+use harel_store::{Commit, CommitHook, ExecutionStore, Hooked, StoreError, StoreResult};
 
 use crate::driver::{DriveError, Driver, Stepped};
 
@@ -111,10 +109,13 @@ impl Driver for RuntimeDriver {
         }
         // a runner per step over the borrowed store: the runtime owns its store by value.
         // It shares the definitions (a map of `Arc`s), nothing is deep-copied.
-        let runner = DurableRunner::with_registered(Recording::new(store), self.by_id.clone())
-            .with_registry(self.registry.clone())
-            .with_clock(self.clock.clone())
-            .with_trace(self.trace);
+        let runner = DurableRunner::with_registered(
+            Hooked::new(store, Recording::default()),
+            self.by_id.clone(),
+        )
+        .with_registry(self.registry.clone())
+        .with_clock(self.clock.clone())
+        .with_trace(self.trace);
         runner
             .step(exe, event)
             .await
@@ -125,7 +126,7 @@ impl Driver for RuntimeDriver {
                 },
                 other => other,
             })?;
-        Ok(runner.store().take())
+        Ok(runner.store().hook.take())
     }
 
     fn now(&self) -> f64 {
@@ -133,40 +134,28 @@ impl Driver for RuntimeDriver {
     }
 }
 
-/// A borrowed store that remembers what its commits enqueued.
-struct Recording<'a, S> {
-    inner: &'a S,
+/// Remembers what a step's commits enqueued (around the borrowed store's own commit).
+#[derive(Default)]
+struct Recording {
     enqueued: Mutex<Stepped>,
 }
 
-impl<'a, S> Recording<'a, S> {
-    fn new(inner: &'a S) -> Self {
-        Recording {
-            inner,
-            enqueued: Mutex::new(Stepped::default()),
-        }
-    }
-
+impl Recording {
     fn take(&self) -> Stepped {
         std::mem::take(&mut *self.enqueued.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
-impl<S: ExecutionStore> ExecutionStore for Recording<'_, S> {
-    async fn load(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
-        self.inner.load(execution_id).await
-    }
-    async fn load_for_event(
+impl<S: ExecutionStore> CommitHook<S> for Recording {
+    async fn commit(
         &self,
-        execution_id: &str,
-        event_id: &str,
-    ) -> StoreResult<(Option<Execution>, bool)> {
-        self.inner.load_for_event(execution_id, event_id).await
-    }
-    async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
+        inner: &S,
+        exe: &mut Execution,
+        commit: Commit,
+    ) -> StoreResult<Vec<u64>> {
         let emits = commit.emits.clone();
         let spawns = commit.spawns.clone();
-        let seqs = self.inner.commit(exe, commit).await?;
+        let seqs = inner.commit(exe, commit).await?;
         if seqs.len() != emits.len() {
             return Err(StoreError::Other(format!(
                 "the store returned {} outbox seqs for {} emits",
@@ -182,41 +171,5 @@ impl<S: ExecutionStore> ExecutionStore for Recording<'_, S> {
         );
         enqueued.spawns.extend(spawns);
         Ok(seqs)
-    }
-    async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
-        self.inner.is_processed(execution_id, event_id).await
-    }
-    async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
-        self.inner.list_executions(query).await
-    }
-    async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {
-        self.inner.pending_outbox().await
-    }
-    async fn ack_outbox(&self, seq: u64) -> StoreResult<()> {
-        self.inner.ack_outbox(seq).await
-    }
-    async fn pending_spawns(&self) -> StoreResult<Vec<SpawnEntry>> {
-        self.inner.pending_spawns().await
-    }
-    async fn ack_spawn(&self, seq: u64) -> StoreResult<()> {
-        self.inner.ack_spawn(seq).await
-    }
-    async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
-        self.inner.due_timers(now).await
-    }
-    async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
-        self.inner.delete_timer(execution_id, path, fire_at).await
-    }
-    async fn read_trace(&self, execution_id: &str) -> StoreResult<Vec<Object>> {
-        self.inner.read_trace(execution_id).await
-    }
-    async fn append_trace(&self, execution_id: &str, entry: Object) -> StoreResult<()> {
-        self.inner.append_trace(execution_id, entry).await
-    }
-    async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
-        self.inner.ids_with_prefix(prefix).await
-    }
-    async fn purge(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
-        self.inner.purge(execution_id, expected_version).await
     }
 }

@@ -12,7 +12,9 @@ use harel_model::{Event, Execution, ExecutionPage, Object, Status};
 
 #[cfg(feature = "contract")]
 pub mod contract;
+pub mod hooked;
 pub mod memory;
+pub use hooked::{CommitHook, Hooked};
 pub use memory::MemoryStore;
 
 /// Ring size of the opt-in trace: the last N steps per execution are kept.

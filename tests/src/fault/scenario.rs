@@ -6,12 +6,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use harel_model::ExecutionPage;
 use harel_model::{Event, Execution, Object};
 use harel_runtime::{Clock, DurableRunner, ManualClock, RuntimeError};
-use harel_store::{
-    Commit, DueTimer, ExecutionStore, ListQuery, MemoryStore, OutboxEntry, SpawnEntry, StoreResult,
-};
+use harel_store::{Commit, CommitHook, ExecutionStore, Hooked, MemoryStore, StoreResult};
 use serde_json::{json, Value};
 use std::sync::Mutex;
 
@@ -185,6 +182,7 @@ impl Reference {
     pub fn marks(&self) -> HashMap<String, u64> {
         self.runner
             .store()
+            .hook
             .marks
             .lock()
             .expect("marks lock")
@@ -198,7 +196,7 @@ impl Reference {
 
 pub async fn reference(scripts: &[Script]) -> Result<Reference, RuntimeError> {
     let clock = ManualClock::new(EPOCH);
-    let runner = DurableRunner::new(MarkingStore::default(), definitions())
+    let runner = DurableRunner::new(Hooked::new(Box::default(), Marks::default()), definitions())
         .with_registry(harel_app::actions::actions())
         .with_clock(Arc::new(clock.clone()));
     let mut broadcasts: HashMap<String, HashSet<String>> = HashMap::new();
@@ -247,22 +245,23 @@ async fn has_live_regions(store: &MemoryStore, exe: &Execution) -> bool {
 
 /// The reference's store: the in-memory store, counting each execution's processed marks (the
 /// engine's own events get random ids, so the marks are compared by number).
+pub type MarkingStore = Hooked<Box<MemoryStore>, Marks>;
+
+/// Processed marks written, per execution.
 #[derive(Default)]
-pub struct MarkingStore {
-    inner: MemoryStore,
+pub struct Marks {
     marks: Mutex<HashMap<String, u64>>,
 }
 
-impl ExecutionStore for MarkingStore {
-    async fn load(&self, id: &str) -> StoreResult<Option<Execution>> {
-        self.inner.load(id).await
-    }
-    async fn load_for_event(&self, id: &str, ev: &str) -> StoreResult<(Option<Execution>, bool)> {
-        self.inner.load_for_event(id, ev).await
-    }
-    async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
+impl CommitHook<MemoryStore> for Marks {
+    async fn commit(
+        &self,
+        inner: &MemoryStore,
+        exe: &mut Execution,
+        commit: Commit,
+    ) -> StoreResult<Vec<u64>> {
         let marks = commit.processed_event_id.is_some();
-        let seqs = self.inner.commit(exe, commit).await?;
+        let seqs = inner.commit(exe, commit).await?;
         if marks {
             *self
                 .marks
@@ -272,41 +271,5 @@ impl ExecutionStore for MarkingStore {
                 .or_default() += 1;
         }
         Ok(seqs)
-    }
-    async fn is_processed(&self, id: &str, ev: &str) -> StoreResult<bool> {
-        self.inner.is_processed(id, ev).await
-    }
-    async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
-        self.inner.list_executions(query).await
-    }
-    async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {
-        self.inner.pending_outbox().await
-    }
-    async fn ack_outbox(&self, seq: u64) -> StoreResult<()> {
-        self.inner.ack_outbox(seq).await
-    }
-    async fn pending_spawns(&self) -> StoreResult<Vec<SpawnEntry>> {
-        self.inner.pending_spawns().await
-    }
-    async fn ack_spawn(&self, seq: u64) -> StoreResult<()> {
-        self.inner.ack_spawn(seq).await
-    }
-    async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
-        self.inner.due_timers(now).await
-    }
-    async fn delete_timer(&self, id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
-        self.inner.delete_timer(id, path, fire_at).await
-    }
-    async fn read_trace(&self, id: &str) -> StoreResult<Vec<Object>> {
-        self.inner.read_trace(id).await
-    }
-    async fn append_trace(&self, id: &str, entry: Object) -> StoreResult<()> {
-        self.inner.append_trace(id, entry).await
-    }
-    async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
-        self.inner.ids_with_prefix(prefix).await
-    }
-    async fn purge(&self, id: &str, expected_version: u64) -> StoreResult<bool> {
-        self.inner.purge(id, expected_version).await
     }
 }

@@ -1,0 +1,95 @@
+//! A store that is another store except for `commit`, which runs through a [`CommitHook`].
+//! Recording what a step enqueued, counting processed marks and racing a concurrent writer in
+//! tests are all "the same store, and something around the commit": the hook says only that,
+//! and every other operation is forwarded here once. The store is held through a pointer
+//! (`&S`, `Box<S>`, `Arc<S>`), so a hook can wrap a borrowed store for one step as well as an
+//! owned one.
+
+use std::future::Future;
+use std::ops::Deref;
+
+use harel_model::{Execution, ExecutionPage, Object};
+
+use crate::{Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreResult};
+
+/// What runs in place of `inner.commit` (it calls `inner.commit` itself, or not).
+pub trait CommitHook<S: ExecutionStore + ?Sized>: Send + Sync {
+    fn commit(
+        &self,
+        inner: &S,
+        exe: &mut Execution,
+        commit: Commit,
+    ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send;
+}
+
+/// The store behind `inner` with `hook` around its commits.
+pub struct Hooked<P, H> {
+    pub inner: P,
+    pub hook: H,
+}
+
+impl<P, H> Hooked<P, H> {
+    pub fn new(inner: P, hook: H) -> Self {
+        Hooked { inner, hook }
+    }
+}
+
+impl<P, H> ExecutionStore for Hooked<P, H>
+where
+    P: Deref + Send + Sync,
+    P::Target: ExecutionStore + Sized,
+    H: CommitHook<P::Target>,
+{
+    async fn load(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
+        self.inner.load(execution_id).await
+    }
+    async fn load_for_event(
+        &self,
+        execution_id: &str,
+        event_id: &str,
+    ) -> StoreResult<(Option<Execution>, bool)> {
+        self.inner.load_for_event(execution_id, event_id).await
+    }
+    async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
+        self.hook.commit(&self.inner, exe, commit).await
+    }
+    async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
+        self.inner.is_processed(execution_id, event_id).await
+    }
+    async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
+        self.inner.list_executions(query).await
+    }
+    async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.pending_outbox().await
+    }
+    async fn ack_outbox(&self, seq: u64) -> StoreResult<()> {
+        self.inner.ack_outbox(seq).await
+    }
+    async fn pending_spawns(&self) -> StoreResult<Vec<SpawnEntry>> {
+        self.inner.pending_spawns().await
+    }
+    async fn ack_spawn(&self, seq: u64) -> StoreResult<()> {
+        self.inner.ack_spawn(seq).await
+    }
+    async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
+        self.inner.due_timers(now).await
+    }
+    async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
+        self.inner.delete_timer(execution_id, path, fire_at).await
+    }
+    async fn read_trace(&self, execution_id: &str) -> StoreResult<Vec<Object>> {
+        self.inner.read_trace(execution_id).await
+    }
+    async fn append_trace(&self, execution_id: &str, entry: Object) -> StoreResult<()> {
+        self.inner.append_trace(execution_id, entry).await
+    }
+    async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
+        self.inner.ids_with_prefix(prefix).await
+    }
+    async fn purge(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
+        self.inner.purge(execution_id, expected_version).await
+    }
+    async fn close(&self) {
+        self.inner.close().await
+    }
+}
