@@ -7,20 +7,6 @@ use harel_model::{Definition, Execution};
 use super::show::children_of;
 use super::stack::{Stack, StackArgs};
 
-/// Mermaid's id for a state: its full path with every character that is not a letter, digit
-/// or `_` as `_` (the renderer's `nid` in harel-lang).
-fn mermaid_id(path: &str) -> String {
-    path.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// Every active state of `exe`'s branch: the active leaf and its ancestors.
 fn active_chain(exe: &Execution, out: &mut Vec<String>) {
     let Some(path) = exe.active_path.as_deref().filter(|p| !p.is_empty()) else {
@@ -72,8 +58,8 @@ pub async fn active_states(
 pub fn highlight(diagram: &str, defn: &Definition, paths: &[String]) -> String {
     let ids: Vec<String> = paths
         .iter()
-        .filter(|p| defn.get(p).is_some())
-        .map(|p| mermaid_id(p))
+        .filter_map(|p| defn.get(p))
+        .map(|node| harel_lang::render::mermaid::state_id(defn, node))
         .collect();
     let mut out = diagram.trim_end().to_string();
     out.push_str("\nclassDef active fill:#ffe082,stroke:#e65100,stroke-width:3px");

@@ -20,8 +20,9 @@ pub fn render(defn: &Definition) -> Result<String, RenderError> {
     Ok(out.join("\n"))
 }
 
-/// An identifier-safe id from the node's full_path.
-fn nid(defn: &Definition, id: NodeId) -> String {
+/// A state's id in the diagram: its full path with every character that is not a letter,
+/// digit or `_` as `_` (what `class ID active` and other additions to a drawing refer to).
+pub fn state_id(defn: &Definition, id: NodeId) -> String {
     defn.node(id)
         .full_path
         .chars()
@@ -101,7 +102,7 @@ struct Mermaid;
 
 impl Format for Mermaid {
     fn id(defn: &Definition, node: NodeId) -> String {
-        nid(defn, node)
+        state_id(defn, node)
     }
 
     fn edge_label(ef: Option<&EventFilter>, assignments: &[Assign]) -> String {
@@ -116,7 +117,7 @@ impl Format for Mermaid {
         pad: &str,
         out: &mut Vec<String>,
     ) {
-        let src = nid(defn, source);
+        let src = state_id(defn, source);
         let node = format!("{src}__choose");
         out.push(format!("{pad}state {node} <<choice>>"));
         out.push(format!(
@@ -126,7 +127,7 @@ impl Format for Mermaid {
         for (guard, target, assigns) in choice_branches(choice) {
             out.push(format!(
                 "{pad}{node} --> {} : [{}]{}",
-                nid(defn, target),
+                state_id(defn, target),
                 text(&branch_text(guard)),
                 branch_effect(assigns)
             ));
@@ -134,7 +135,7 @@ impl Format for Mermaid {
         if let Some(default) = choice.default {
             out.push(format!(
                 "{pad}{node} --> {} : else{}",
-                nid(defn, default),
+                state_id(defn, default),
                 branch_effect(&choice.default_assignments)
             ));
         }
@@ -150,7 +151,7 @@ impl Format for Mermaid {
         out: &mut Vec<String>,
     ) -> Result<(), RenderError> {
         let fn_ = short_name(&selector.action.function);
-        let src = nid(defn, source);
+        let src = state_id(defn, source);
         let choice = format!("{src}__{fn_}");
         out.push(format!("{pad}state {choice} <<choice>>"));
         out.push(format!(
@@ -161,13 +162,16 @@ impl Format for Mermaid {
             let target = selector_target(defn, comp, target_name)?;
             out.push(format!(
                 "{pad}{choice} --> {} : {fn_}={}",
-                nid(defn, target),
+                state_id(defn, target),
                 text(value)
             ));
         }
         if let Some(default) = &selector.default {
             let target = selector_target(defn, comp, default)?;
-            out.push(format!("{pad}{choice} --> {} : else", nid(defn, target)));
+            out.push(format!(
+                "{pad}{choice} --> {} : else",
+                state_id(defn, target)
+            ));
         }
         Ok(())
     }
@@ -188,7 +192,7 @@ fn emit_transitions(
 
 fn emit_leaf(defn: &Definition, id: NodeId, pad: &str, out: &mut Vec<String>) {
     let node = defn.node(id);
-    let id_text = nid(defn, id);
+    let id_text = state_id(defn, id);
     if node.name != id_text {
         out.push(format!("{pad}state \"{}\" as {id_text}", node.name));
     }
@@ -214,7 +218,7 @@ fn emit_composite(
 ) -> Result<(), RenderError> {
     let pad = INDENT.repeat(indent);
     let node = defn.node(id);
-    let id_text = nid(defn, id);
+    let id_text = state_id(defn, id);
     let title = composite_title(node);
     if title == id_text {
         out.push(format!("{pad}state {id_text} {{"));
@@ -244,7 +248,7 @@ fn emit_body(
     let pad = INDENT.repeat(indent);
     let node = defn.node(comp);
     if let Some(s) = start_child(defn, comp)? {
-        out.push(format!("{pad}[*] --> {}", nid(defn, s)));
+        out.push(format!("{pad}[*] --> {}", state_id(defn, s)));
     }
     for &child in &node.children {
         if defn.node(child).is_composite() {
@@ -257,7 +261,7 @@ fn emit_body(
     // a leaf with no outgoing transition in this scope is a sink: the final pseudostate
     for &child in &node.children {
         if !defn.node(child).is_composite() && transitions_from(node, child).next().is_none() {
-            push_once(out, format!("{pad}{} --> [*]", nid(defn, child)));
+            push_once(out, format!("{pad}{} --> [*]", state_id(defn, child)));
         }
     }
     Ok(())
