@@ -19,10 +19,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
+use super::create::json_object;
 use anyhow::{anyhow, bail, Context as _};
 use harel_dynamodb::DynamoDbStore;
 use harel_lang::{load_file_with, validate_or_raise, LoadOptions};
-use harel_model::pyrepr::py_type_name;
 use harel_model::schema::{check_context, check_event, with_defaults};
 use harel_model::{Definition, Event, Execution, Object};
 use harel_runtime::{
@@ -101,16 +101,6 @@ fn duration(spec: &str) -> Option<f64> {
         && num.chars().all(|c| c.is_ascii_digit() || c == '.')
         && num.matches('.').count() <= 1;
     valid.then(|| num.parse::<f64>().ok().map(|n| n * factor))?
-}
-
-/// `raw` as a JSON object, or harel's message naming `what` it was for.
-fn json_object(raw: &str, what: &str) -> anyhow::Result<Object> {
-    let value: Value =
-        serde_json::from_str(raw).map_err(|e| anyhow!("{what} is not valid JSON ({e})"))?;
-    match value {
-        Value::Object(o) => Ok(o),
-        other => bail!("{what} must be a JSON object, got {}", py_type_name(&other)),
-    }
 }
 
 fn parse_step(spec: &str) -> anyhow::Result<Step> {
