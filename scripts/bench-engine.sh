@@ -5,7 +5,9 @@
 # one (shared/engine/benches/machines/), in Rust (cargo bench, release profile, with a
 # counting allocator) and in harel 0.9.0 (its core.start/process generators driven the same
 # way; and, for context, its DurableRunner over a DictStore). The ratio compares the two
-# pure engines. Needs only cargo and the project venv ($HAREL_PYTHON, else
+# pure engines; ours in both compilations of its rules: `harel_engine::blocking` (plain
+# calls, for hosts whose actions answer at once, as harel's bench host does) and the async
+# engine the runtime drives (its ready futures polled once). Needs only cargo and the project venv ($HAREL_PYTHON, else
 # scripts/python-env.sh creates it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,19 +37,24 @@ print("events per CPU-second through the pure engine (Rust: harel-engine; Python
 print("core.process), and per wall-second, from this one run")
 head = (
     f"{'machine':<11} {'Rust ev/s':>11} {'Python ev/s':>12} {'ratio':>7}   {'wall ratio':>10}"
-    f" {'allocs/ev':>10} {'(+driver)':>10}   {'Py runner ev/s':>14}"
+    f" {'allocs/ev':>10} {'(+driver)':>10}   {'async ev/s':>11} {'ratio':>7}   {'Py runner ev/s':>14}"
 )
 print(head)
 print("-" * len(head))
 for machine in ("flat", "orthogonal"):
     rust, rust_wall, allocs = rows[("rust-engine", machine)]
+    rust_async, _, _ = rows[("rust-async", machine)]
     py, py_wall, _ = rows[("python-engine", machine)]
     runner, _, _ = rows[("python-runner", machine)]
     print(
         f"{machine:<11} {rust:>11,.0f} {py:>12,.0f} {rust / py:>6.1f}x   {rust_wall / py_wall:>9.1f}x"
-        f" {allocs[0]:>10.1f} {allocs[1]:>10.1f}   {runner:>14,.0f}"
+        f" {allocs[0]:>10.1f} {allocs[1]:>10.1f}   {rust_async:>11,.0f} {rust_async / py:>6.1f}x"
+        f"   {runner:>14,.0f}"
     )
 print()
+print("Rust = harel_engine::blocking (the rules compiled for a host whose actions answer at once,")
+print("as both benches' hosts do); async = the same rules as the runtime drives them (async fns,")
+print("ready futures polled once): the price of being able to await an action.")
 print("ratio = Rust pure engine / Python pure engine (same machines, same events, same minimal")
 print("driver: null actions, regions created inline, domain events broadcast, Finished delivered),")
 print("in events per CPU-second of the measuring thread (/proc/thread-self/schedstat on both sides):")

@@ -13,10 +13,10 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::future::{ready, Future};
 use std::time::Instant;
 
-use harel_engine::{process, run_ready, start, ActionCall, ActionError, Host, StepEffects};
+use harel_engine::blocking::{self, Ready};
+use harel_engine::{process, run_ready, start, ActionCall, ActionError, StepEffects};
 use harel_model::{Definition, Event, Execution, Object, Status};
 use serde_json::Value;
 
@@ -64,12 +64,9 @@ static GLOBAL: Counting = Counting;
 /// Every action answers null at once, as harel's bench driver answers `ActionResult(None)`.
 struct NullHost;
 
-impl Host for NullHost {
-    fn call<'a>(
-        &'a mut self,
-        _call: ActionCall<'a>,
-    ) -> impl Future<Output = Result<Value, ActionError>> + Send + 'a {
-        ready(Ok(Value::Null))
+impl blocking::Host for NullHost {
+    fn call(&mut self, _call: ActionCall<'_>) -> Result<Value, ActionError> {
+        Ok(Value::Null)
     }
 
     fn now(&mut self) -> f64 {
@@ -82,12 +79,13 @@ impl Host for NullHost {
 /// `Finished` to the parent.
 struct Driver<'d> {
     defn: &'d Definition,
+    engine: Engine,
     /// The execution the bench feeds, kept apart so its per-event lookup is a string
     /// comparison rather than a hash of its id (Python's dict has the str's hash cached).
     root: Execution,
     /// The live regions, by id.
     table: HashMap<String, Execution, harel_model::FastHash>,
-    host: NullHost,
+    host: Ready<NullHost>,
     /// Allocations made inside the engine's `start`/`process` calls (the driver's own
     /// bookkeeping excluded).
     engine_allocs: u64,
@@ -95,6 +93,56 @@ struct Driver<'d> {
     /// builds a list of the same ids; reusing the strings keeps the driver's own allocations
     /// out of the way of the engine's).
     spare: Vec<Vec<String>>,
+}
+
+/// Which of the crate's two compilations of the step rules a run drives.
+#[derive(Clone, Copy, PartialEq)]
+enum Engine {
+    /// `harel_engine::blocking`: plain calls, for hosts whose actions answer at once.
+    Blocking,
+    /// `harel_engine::{start, process}`: the async engine the runtime drives, its ready
+    /// futures polled once.
+    Async,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Blocking => "rust-engine",
+            Engine::Async => "rust-async",
+        }
+    }
+
+    fn start(
+        self,
+        defn: &Definition,
+        exe: &mut Execution,
+        host: &mut Ready<NullHost>,
+    ) -> StepEffects {
+        let done = match self {
+            Engine::Blocking => blocking::start(defn, exe, &mut host.0),
+            Engine::Async => {
+                run_ready(start(defn, exe, host)).expect("the null host answers at once")
+            }
+        };
+        done.expect("the execution starts")
+    }
+
+    fn process(
+        self,
+        defn: &Definition,
+        exe: &mut Execution,
+        event: &Event,
+        host: &mut Ready<NullHost>,
+    ) -> StepEffects {
+        let done = match self {
+            Engine::Blocking => blocking::process(defn, exe, event, &mut host.0),
+            Engine::Async => {
+                run_ready(process(defn, exe, event, host)).expect("the null host answers at once")
+            }
+        };
+        done.expect("the event is processed")
+    }
 }
 
 /// harel's control events: never broadcast to regions (`_CONTROL` in harel_bench.py).
@@ -108,20 +156,19 @@ fn is_control(kind: &str) -> bool {
 impl<'d> Driver<'d> {
     /// Creates and starts the root execution, as a runner does (the context schema's
     /// defaults filled in), and the regions it may fork.
-    fn start(defn: &'d Definition) -> Self {
+    fn start(defn: &'d Definition, engine: Engine) -> Self {
         let mut root = Execution::new(defn.id.clone());
         root.context = harel_model::schema::with_defaults(&defn.context_schema, &Object::new());
         let mut driver = Driver {
             defn,
+            engine,
             root,
             table: HashMap::default(),
-            host: NullHost,
+            host: Ready(NullHost),
             engine_allocs: 0,
             spare: Vec::new(),
         };
-        let fx = run_ready(start(defn, &mut driver.root, &mut driver.host))
-            .expect("the null host answers at once")
-            .expect("the machine starts");
+        let fx = engine.start(defn, &mut driver.root, &mut driver.host);
         let id = driver.root.id.clone();
         driver.handle(&id, fx);
         driver
@@ -159,9 +206,7 @@ impl<'d> Driver<'d> {
             return n;
         }
         let before = allocations();
-        let fx = run_ready(process(self.defn, exe, event, &mut self.host))
-            .expect("the null host answers at once")
-            .expect("the event is processed");
+        let fx = self.engine.process(self.defn, exe, event, &mut self.host);
         self.engine_allocs += allocations() - before;
         if exe.parent_id.is_some() && exe.status == Status::Done {
             // a finished region has reported (its `Finished` is in `fx`): forget it
@@ -179,9 +224,7 @@ impl<'d> Driver<'d> {
             child.parent_id = Some(parent_id.to_owned());
             child.child_id = Some(child.id.clone());
             let before = allocations();
-            let child_fx = run_ready(start(self.defn, &mut child, &mut self.host))
-                .expect("the null host answers at once")
-                .expect("the region starts");
+            let child_fx = self.engine.start(self.defn, &mut child, &mut self.host);
             self.engine_allocs += allocations() - before;
             // the region's id is needed again only as the parent of what it spawns
             if child_fx.spawns.is_empty() {
@@ -248,8 +291,8 @@ struct Run {
 
 /// Runs `events` events of the workload; returns the loop's wall and CPU seconds, the
 /// allocations made inside the engine, and all allocations (the driver's bookkeeping too).
-fn measure(defn: &Definition, work: &Workload, events: usize) -> Run {
-    let mut driver = Driver::start(defn);
+fn measure(defn: &Definition, work: &Workload, events: usize, engine: Engine) -> Run {
+    let mut driver = Driver::start(defn, engine);
     let id = driver.root.id.clone();
     driver.engine_allocs = 0;
     let allocs_before = allocations();
@@ -305,37 +348,54 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|n| n.parse::<usize>().expect("--events takes a count"))
         .unwrap_or(300_000);
-    // `--only flat`: one machine (for a profiler)
-    let only = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1))
-        .cloned();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    // `--only flat`: one machine; `--engine async`: one engine (for a profiler)
+    let only = flag("--only");
+    let engines = match flag("--engine").as_deref() {
+        None => vec![Engine::Blocking, Engine::Async],
+        Some("blocking") => vec![Engine::Blocking],
+        Some("async") => vec![Engine::Async],
+        Some(other) => panic!("--engine takes blocking or async, not {other:?}"),
+    };
     for work in workloads() {
         if only.as_deref().is_some_and(|m| m != work.machine) {
             continue;
         }
         let defn = harel_lang::load_str(work.source, None, work.machine)
             .unwrap_or_else(|e| panic!("the {} bench machine loads: {e}", work.machine));
-        // warm-up: caches, allocator pools
-        measure(&defn, &work, events / 10);
-        // the best of a few runs: a shared machine's noise only ever slows a run down
-        let runs: Vec<Run> = (0..REPEATS)
-            .map(|_| measure(&defn, &work, events))
-            .collect();
-        let wall = runs
-            .iter()
-            .map(|r| r.wall_secs)
-            .fold(f64::INFINITY, f64::min);
-        let cpu = runs
-            .iter()
-            .map(|r| r.cpu_secs)
-            .fold(f64::INFINITY, f64::min);
-        // the same work every run: the allocation counts agree
-        let (engine_allocs, allocs) = (runs[0].engine_allocs, runs[0].allocs);
-        eprintln!(
-            "{:<11} {:>9} events in {:.3}s wall, {:.3}s CPU (best of {REPEATS}): {:>12.0} events/CPU-s, \
+        for &engine in &engines {
+            report(&defn, &work, events, engine);
+        }
+    }
+}
+
+/// Measures one engine on one machine and prints its RESULT line.
+fn report(defn: &Definition, work: &Workload, events: usize, engine: Engine) {
+    // warm-up: caches, allocator pools
+    measure(defn, work, events / 10, engine);
+    // the best of a few runs: a shared machine's noise only ever slows a run down
+    let runs: Vec<Run> = (0..REPEATS)
+        .map(|_| measure(defn, work, events, engine))
+        .collect();
+    let wall = runs
+        .iter()
+        .map(|r| r.wall_secs)
+        .fold(f64::INFINITY, f64::min);
+    let cpu = runs
+        .iter()
+        .map(|r| r.cpu_secs)
+        .fold(f64::INFINITY, f64::min);
+    // the same work every run: the allocation counts agree
+    let (engine_allocs, allocs) = (runs[0].engine_allocs, runs[0].allocs);
+    eprintln!(
+            "{:<11} {:<11} {:>9} events in {:.3}s wall, {:.3}s CPU (best of {REPEATS}): {:>12.0} events/CPU-s, \
              {:.1} allocations/event in the engine ({:.1} with the bench driver's)",
+            engine.name(),
             work.machine,
             events,
             wall,
@@ -344,9 +404,9 @@ fn main() {
             engine_allocs as f64 / events as f64,
             allocs as f64 / events as f64
         );
-        println!(
-            "RESULT rust-engine {} {events} {wall:.6} {cpu:.6} {engine_allocs} {allocs}",
-            work.machine
-        );
-    }
+    println!(
+        "RESULT {} {} {events} {wall:.6} {cpu:.6} {engine_allocs} {allocs}",
+        engine.name(),
+        work.machine
+    );
 }

@@ -9,6 +9,7 @@ use harel_model::{
 };
 use serde_json::Value;
 
+use super::{step_mode, Host};
 use crate::expr::evaluate;
 use crate::guard::{field, Scopes};
 use crate::resolve::{
@@ -16,7 +17,7 @@ use crate::resolve::{
     is_valid_reposition_target, node_at, resolve_at, resolve_automatic, resolve_between,
     safe_teardown, Automatic, Found,
 };
-use crate::{ActionCall, CallKind, ChildSpec, EngineError, Host, StepEffects, TimerOp};
+use crate::{ActionCall, CallKind, ChildSpec, EngineError, StepEffects, TimerOp};
 
 /// The timer path of a machine's `ttl` (never a node path: node names are identifiers).
 pub const TTL_PATH: &str = "@ttl";
@@ -56,6 +57,7 @@ pub fn ttl_delay(defn: &Definition, exe: &Execution) -> Option<f64> {
 }
 
 /// Start a PENDING execution: enter its initial configuration and drain.
+#[step_mode]
 pub async fn start<H: Host>(
     defn: &Definition,
     exe: &mut Execution,
@@ -68,6 +70,7 @@ pub async fn start<H: Host>(
 }
 
 /// Process one event (domain or control) for `exe`.
+#[step_mode]
 pub async fn process<H: Host>(
     defn: &Definition,
     exe: &mut Execution,
@@ -329,6 +332,7 @@ fn record_history(history: &mut harel_model::KeyMap<String>, parent: &str, child
     }
 }
 
+#[step_mode]
 impl<'d, H: Host> Run<'d, '_, H> {
     fn new(defn: &'d Definition, host: &'d mut H) -> Run<'d, 'd, H> {
         Run {
@@ -1068,7 +1072,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                     Some(_) => Some(self.active(exe)?),
                     None => None,
                 };
-                if crate::invoke::parked_on_single_invoke(defn, exe, active) {
+                if super::invoke::parked_on_single_invoke(defn, exe, active) {
                     let cid = cid.map(str::to_string);
                     let active = active.expect("parked on a state");
                     return self.returned(exe, active, cid.as_deref()).await;

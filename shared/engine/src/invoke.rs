@@ -13,9 +13,10 @@ use harel_model::pyrepr::py_type_name;
 use harel_model::{ChildState, Event, Execution, NodeId, Object, Status};
 use serde_json::Value;
 
-use crate::core::Run;
+use super::core::Run;
+use super::{step_mode, Host};
 use crate::resolve::event_pred;
-use crate::{ChildSpec, EngineError, Host};
+use crate::{ChildSpec, EngineError};
 
 /// The context key a spawn carries its submachine's FQN in (popped by the relay).
 pub const INVOKE_FQN_KEY: &str = "__invoke_fqn__";
@@ -41,6 +42,7 @@ fn entries(context: &Object, coll: &str) -> Result<Vec<Value>, EngineError> {
     }
 }
 
+#[step_mode]
 impl<H: Host> Run<'_, '_, H> {
     /// A single `invoke` state reached: on first reach of this entry, spawn its one child
     /// (the `with` keys the parent has, and the FQN), then park until it returns.

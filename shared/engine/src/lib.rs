@@ -7,7 +7,9 @@
 //! collected as data in [`StepEffects`] for the driver to commit with the step.
 //!
 //! No IO and no runtime: with a host whose futures are ready, [`run_ready`] drives a step by
-//! polling it once.
+//! polling it once. A host whose actions always answer at once (no IO to await: an embedded
+//! interpreter, a simulation, the benchmark) can use [`blocking`] instead: the same rules,
+//! compiled from the same source without the async state machines.
 
 use std::future::Future;
 use std::pin::pin;
@@ -16,6 +18,7 @@ use std::task::{Context, Poll, Waker};
 use harel_model::{ActionRef, Event, Node, Object};
 use serde_json::Value;
 
+pub mod blocking;
 mod core;
 pub mod expr;
 pub mod guard;
@@ -24,7 +27,12 @@ pub mod invoke;
 pub mod resolve;
 
 pub use crate::core::{error_event, process, start, timeout_event, ttl_delay, TTL_PATH};
+
 pub use expr::ExpressionError;
+/// How `core.rs` and `invoke.rs` are compiled here: as written, async. [`blocking`] compiles
+/// the same files through `must_be_sync`, which strips `async` and `.await`, so the two
+/// engines cannot drift apart.
+use maybe_async::must_be_async as step_mode;
 pub use resolve::{has_cancel_handler, has_error_handler, is_active, is_valid_reposition_target};
 
 /// Which hook of a node an action runs as (harel's `Hook`), or a transition's selector.

@@ -2,15 +2,15 @@
 //! selector, fail, now, root_path, parent_id, child_id}`) runs through this engine and the
 //! effects of every step plus the final execution must equal what harel Python did with it,
 //! recorded in `specs/NAME.harel.jsonl` by `harel_trace.py` (ids and timestamps aside).
+//! Both compilations of the rules run every spec: the async engine and `blocking`.
 
-use std::collections::{HashMap, VecDeque};
-use std::future::{ready, Future};
-
+use harel_engine::blocking::{self, Ready};
 use harel_engine::{
-    process, run_ready, start, ActionCall, ActionError, CallKind, Host, StepEffects, TimerOp,
+    process, run_ready, start, ActionCall, ActionError, CallKind, StepEffects, TimerOp,
 };
 use harel_model::{build_definition, Event, Execution};
 use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
 
 struct TraceHost {
     now: f64,
@@ -19,15 +19,12 @@ struct TraceHost {
     out: Vec<Value>,
 }
 
-impl Host for TraceHost {
-    fn call<'a>(
-        &'a mut self,
-        call: ActionCall<'a>,
-    ) -> impl Future<Output = Result<Value, ActionError>> + Send + 'a {
+impl blocking::Host for TraceHost {
+    fn call(&mut self, call: ActionCall<'_>) -> Result<Value, ActionError> {
         let f = call.action.function.clone();
         self.out.push(json!(["call", f, call.kind.as_str()]));
         if let Some(kind) = self.fail.get(&f) {
-            return ready(Err(ActionError::new(kind.clone(), "boom")));
+            return Err(ActionError::new(kind.clone(), "boom"));
         }
         let v = if call.kind == CallKind::Selector {
             self.selector
@@ -37,7 +34,7 @@ impl Host for TraceHost {
         } else {
             Value::Null
         };
-        ready(Ok(v))
+        Ok(v)
     }
     fn now(&mut self) -> f64 {
         self.now
@@ -66,7 +63,7 @@ fn effects(host: &mut TraceHost, fx: StepEffects) -> Value {
     Value::Array(out)
 }
 
-fn trace(path: &std::path::Path) -> Vec<Value> {
+fn trace(path: &std::path::Path, blocking: bool) -> Vec<Value> {
     let mut lines = Vec::new();
     let spec: Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("readable")).expect("json");
@@ -84,7 +81,7 @@ fn trace(path: &std::path::Path) -> Vec<Value> {
             }
         }
     }
-    let mut host = TraceHost {
+    let mut host = Ready(TraceHost {
         now: spec["now"].as_f64().unwrap_or(0.0),
         selector: spec["selector"]
             .as_object()
@@ -103,7 +100,7 @@ fn trace(path: &std::path::Path) -> Vec<Value> {
             })
             .unwrap_or_default(),
         out: Vec::new(),
-    };
+    });
     let report = |host: &mut TraceHost, r: Result<StepEffects, harel_engine::EngineError>| match r {
         Ok(fx) => effects(host, fx),
         Err(e) => {
@@ -120,8 +117,12 @@ fn trace(path: &std::path::Path) -> Vec<Value> {
             Value::Array(out)
         }
     };
-    let r = run_ready(start(&d, &mut exe, &mut host)).expect("ready");
-    lines.push(json!(["start", report(&mut host, r)]));
+    let r = if blocking {
+        blocking::start(&d, &mut exe, &mut host.0)
+    } else {
+        run_ready(start(&d, &mut exe, &mut host)).expect("ready")
+    };
+    lines.push(json!(["start", report(&mut host.0, r)]));
     for step in spec["events"].as_array().cloned().unwrap_or_default() {
         let kind = step[0].as_str().expect("kind");
         let mut ev = Event::new(kind).with_data(step[1].as_object().cloned().unwrap_or_default());
@@ -129,10 +130,14 @@ fn trace(path: &std::path::Path) -> Vec<Value> {
             ev.id = id.to_string();
         }
         if let Some(now) = step.get(3).and_then(Value::as_f64) {
-            host.now = now;
+            host.0.now = now;
         }
-        let r = run_ready(process(&d, &mut exe, &ev, &mut host)).expect("ready");
-        lines.push(json!([kind, report(&mut host, r)]));
+        let r = if blocking {
+            blocking::process(&d, &mut exe, &ev, &mut host.0)
+        } else {
+            run_ready(process(&d, &mut exe, &ev, &mut host)).expect("ready")
+        };
+        lines.push(json!([kind, report(&mut host.0, r)]));
     }
     let mut v = serde_json::to_value(&exe).expect("serializes");
     if let Some(o) = v.as_object_mut() {
@@ -173,15 +178,20 @@ fn engine_matches_harel_python_on_every_spec() {
             .lines()
             .map(|l| serde_json::from_str(l).expect("golden json"))
             .collect();
-        let mut got = trace(&spec);
         let mut want = want;
-        if let (Some(g), Some(w)) = (got.last_mut(), want.last_mut()) {
-            strip_ids(g);
+        if let Some(w) = want.last_mut() {
             strip_ids(w);
         }
-        assert_eq!(got.len(), want.len(), "{}", spec.display());
-        for (g, w) in got.iter().zip(&want) {
-            assert_eq!(g, w, "{}", spec.display());
+        for blocking in [false, true] {
+            let mut got = trace(&spec, blocking);
+            if let Some(g) = got.last_mut() {
+                strip_ids(g);
+            }
+            let engine = if blocking { "blocking" } else { "async" };
+            assert_eq!(got.len(), want.len(), "{} ({engine})", spec.display());
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g, w, "{} ({engine})", spec.display());
+            }
         }
     }
 }
