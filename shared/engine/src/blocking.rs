@@ -44,11 +44,12 @@ impl<H: Host + Send> crate::Host for Ready<H> {
 
 use maybe_async::must_be_sync as step_mode;
 
-// the async engine's public helpers (event builders, ids) are compiled here too, unused
-#[allow(dead_code)]
+// Loaded twice on purpose (see the module's comment). The async engine's public helpers
+// (event builders, ids) come along unused.
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "core.rs"]
 mod core;
-#[allow(dead_code)]
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "invoke.rs"]
 mod invoke;
 
