@@ -12,7 +12,6 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::time::Instant;
 
 use harel_engine::blocking::{self, Ready};
@@ -83,8 +82,9 @@ struct Driver<'d> {
     /// The execution the bench feeds, kept apart so its per-event lookup is a string
     /// comparison rather than a hash of its id (Python's dict has the str's hash cached).
     root: Execution,
-    /// The live regions, by id.
-    table: HashMap<String, Execution, harel_model::FastHash>,
+    /// The live regions (harel_bench.py keeps them in a dict by id; a fork has a handful,
+    /// so a scan of their ids finds one faster than hashing its id would).
+    regions: Vec<Execution>,
     host: Ready<NullHost>,
     /// Allocations made inside the engine's `start`/`process` calls (the driver's own
     /// bookkeeping excluded).
@@ -163,7 +163,7 @@ impl<'d> Driver<'d> {
             defn,
             engine,
             root,
-            table: HashMap::default(),
+            regions: Vec::new(),
             host: Ready(NullHost),
             engine_allocs: 0,
             spare: Vec::new(),
@@ -189,7 +189,7 @@ impl<'d> Driver<'d> {
         let exe = if self.root.id == exe_id {
             &mut self.root
         } else {
-            match self.table.get_mut(exe_id) {
+            match self.regions.iter_mut().find(|r| r.id == exe_id) {
                 Some(exe) => exe,
                 None => return 0,
             }
@@ -210,7 +210,7 @@ impl<'d> Driver<'d> {
         self.engine_allocs += allocations() - before;
         if exe.parent_id.is_some() && exe.status == Status::Done {
             // a finished region has reported (its `Finished` is in `fx`): forget it
-            self.table.remove(exe_id);
+            self.regions.retain(|r| r.id != exe_id);
         }
         self.handle(exe_id, fx);
         0
@@ -228,11 +228,11 @@ impl<'d> Driver<'d> {
             self.engine_allocs += allocations() - before;
             // the region's id is needed again only as the parent of what it spawns
             if child_fx.spawns.is_empty() {
-                self.table.insert(child.id.clone(), child);
+                self.regions.push(child);
                 self.deliver_emits(child_fx.emits);
             } else {
                 let id = child.id.clone();
-                self.table.insert(id.clone(), child);
+                self.regions.push(child);
                 self.handle(&id, child_fx);
             }
         }
