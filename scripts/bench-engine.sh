@@ -18,10 +18,14 @@ python=${HAREL_PYTHON:-"$("$root/scripts/python-env.sh")/bin/python"}
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
-echo "building and running the Rust bench ($rust_events events per machine)..." >&2
-cargo bench -q -p harel-engine --bench engine -- --events "$rust_events" | grep '^RESULT' >>"$results"
-echo "running harel Python ($python_events events per machine and driver)..." >&2
-"$python" shared/engine/benches/harel_bench.py --events "$python_events" | grep '^RESULT' >>"$results"
+echo "building the Rust bench (release profile)..." >&2
+cargo bench -q -p harel-engine --bench engine --no-run
+# one machine at a time, Rust then Python, so both sides of a ratio share the machine's load
+for machine in flat orthogonal; do
+  echo "$machine: Rust ($rust_events events per engine), then harel Python ($python_events events per driver)..." >&2
+  cargo bench -q -p harel-engine --bench engine -- --events "$rust_events" --only "$machine" | grep '^RESULT' >>"$results"
+  "$python" shared/engine/benches/harel_bench.py --events "$python_events" --only "$machine" | grep '^RESULT' >>"$results"
+done
 
 "$python" - "$results" <<'PY'
 import sys

@@ -179,8 +179,9 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="harel_bench.py")
     p.add_argument("--events", type=int, default=30_000, help="events per measurement")
     p.add_argument("--repeats", type=int, default=3, help="pure-engine runs; the fastest counts")
+    p.add_argument("--only", choices=sorted(WORKLOADS), help="one machine")
     args = p.parse_args(argv)
-    for machine in ("flat", "orthogonal"):
+    for machine in [args.only] if args.only else ["flat", "orthogonal"]:
         for side, fn, repeats in (("engine", bench_engine, args.repeats), ("runner", bench_runner, 1)):
             # a small warm-up run (imports, caches), then the best of the measured ones: a
             # shared machine's noise only ever slows a run down
