@@ -17,7 +17,7 @@ use std::future::{ready, Future};
 use std::time::Instant;
 
 use harel_engine::{process, run_ready, start, ActionCall, ActionError, Host, StepEffects};
-use harel_model::{Definition, Event, Execution, Object, Status};
+use harel_model::{Definition, Event, Execution, Object, SmolStr, Status};
 use serde_json::Value;
 
 /// Counts every allocation (and reallocation, which may move) made through the global
@@ -86,15 +86,15 @@ struct Driver<'d> {
     /// comparison rather than a hash of its id (Python's dict has the str's hash cached).
     root: Execution,
     /// The live regions, by id.
-    table: HashMap<String, Execution, harel_model::FastHash>,
+    table: HashMap<SmolStr, Execution, harel_model::FastHash>,
     host: NullHost,
     /// Allocations made inside the engine's `start`/`process` calls (the driver's own
     /// bookkeeping excluded).
     engine_allocs: u64,
     /// Recycled buffers for the snapshot of live regions a broadcast goes to (harel_bench.py
-    /// builds a list of the same ids; reusing the strings keeps the driver's own allocations
+    /// builds a list of the same ids; reusing the lists keeps the driver's own allocations
     /// out of the way of the engine's).
-    spare: Vec<Vec<String>>,
+    spare: Vec<Vec<SmolStr>>,
 }
 
 /// harel's control events: never broadcast to regions (`_CONTROL` in harel_bench.py).
@@ -138,7 +138,7 @@ impl<'d> Driver<'d> {
 
     /// Processes `event` for `exe_id`, or, for a domain event while regions are live,
     /// writes their ids to `live` and returns how many to broadcast to.
-    fn step(&mut self, exe_id: &str, event: &Event, live: &mut Vec<String>) -> usize {
+    fn step(&mut self, exe_id: &str, event: &Event, live: &mut Vec<SmolStr>) -> usize {
         let exe = if self.root.id == exe_id {
             &mut self.root
         } else {
@@ -148,35 +148,35 @@ impl<'d> Driver<'d> {
             }
         };
         if !is_control(&event.kind) && exe.children.values().any(|c| !c.finished) {
-            let mut n = 0;
-            for (id, _) in exe.children.iter().filter(|(_, cs)| !cs.finished) {
-                match live.get_mut(n) {
-                    Some(slot) => slot.clone_from(id),
-                    None => live.push(id.clone()),
-                }
-                n += 1;
-            }
-            return n;
+            live.clear();
+            live.extend(
+                exe.children
+                    .iter()
+                    .filter(|(_, cs)| !cs.finished)
+                    .map(|(id, _)| id.clone()),
+            );
+            return live.len();
         }
         let before = allocations();
         let fx = run_ready(process(self.defn, exe, event, &mut self.host))
             .expect("the null host answers at once")
             .expect("the event is processed");
         self.engine_allocs += allocations() - before;
+        let id = exe.id.clone();
         if exe.parent_id.is_some() && exe.status == Status::Done {
             // a finished region has reported (its `Finished` is in `fx`): forget it
             self.table.remove(exe_id);
         }
-        self.handle(exe_id, fx);
+        self.handle(&id, fx);
         0
     }
 
-    fn handle(&mut self, parent_id: &str, fx: StepEffects) {
+    fn handle(&mut self, parent_id: &SmolStr, fx: StepEffects) {
         for spec in fx.spawns {
-            let mut child = Execution::with_ids(spec.child_id, self.defn.id.clone());
+            let mut child = Execution::with_ids(spec.child_id, SmolStr::from(&self.defn.id));
             child.root_path = spec.root_path;
             child.context = spec.context;
-            child.parent_id = Some(parent_id.to_owned());
+            child.parent_id = Some(parent_id.clone());
             child.child_id = Some(child.id.clone());
             let before = allocations();
             let child_fx = run_ready(start(self.defn, &mut child, &mut self.host))
@@ -196,7 +196,7 @@ impl<'d> Driver<'d> {
         self.deliver_emits(fx.emits);
     }
 
-    fn deliver_emits(&mut self, emits: Vec<(Option<String>, Event)>) {
+    fn deliver_emits(&mut self, emits: Vec<(Option<SmolStr>, Event)>) {
         for (to, event) in emits {
             if let Some(to) = to {
                 self.deliver(&to, &event);

@@ -216,7 +216,7 @@ fn build_field_spec(v: &Value) -> Result<FieldSpec, BuildError> {
 
 fn build_fields(o: &Map<String, Value>) -> Result<KeyMap<FieldSpec>, BuildError> {
     o.iter()
-        .map(|(k, v)| Ok((k.clone(), build_field_spec(v)?)))
+        .map(|(k, v)| Ok((k.into(), build_field_spec(v)?)))
         .collect()
 }
 
@@ -631,7 +631,7 @@ impl Builder {
             |key: &str, default: bool| cfg.get(key).and_then(Value::as_bool).unwrap_or(default);
         let node = Node {
             name: name.to_string(),
-            full_path: full_path.clone(),
+            full_path: full_path.as_str().into(),
             kind,
             parent,
             children: Vec::new(),
