@@ -140,6 +140,15 @@ pub(crate) fn child_id(exe_id: &str, path: &str, seq: u64) -> SmolStr {
     SmolStr::from(std::str::from_utf8(buf).expect("UTF-8 pieces joined by ASCII"))
 }
 
+/// A freshly forked region's entry.
+fn region_state(root_path: &SmolStr) -> ChildState {
+    ChildState {
+        root_path: root_path.clone(),
+        key: root_path.clone(),
+        ..ChildState::default()
+    }
+}
+
 fn joined(exe: &Execution) -> bool {
     exe.children.values().all(|c| c.finished)
 }
@@ -483,19 +492,16 @@ impl<'d, H: Host> Run<'d, '_, H> {
             .get(node.full_path.as_str())
             .copied()
             .unwrap_or(0);
-        // harel replaces `children` with a fresh dict; the previous entries' states are
-        // reused for the new ones (their `result` maps' buffers: every field is rewritten)
-        let mut old: [Option<(SmolStr, ChildState)>; 4] = Default::default();
-        if exe.children.len() <= old.len() {
-            for slot in &mut old {
-                *slot = exe.children.pop();
-            }
+        // harel replaces `children` with a fresh dict of the regions, in order. A re-entry
+        // finds the previous fork's entries, as many as there are regions: each is rewritten
+        // in place (a new key, every field reset), which leaves the same map as a fresh one
+        // without moving the states or reallocating their `result` maps
+        let mut in_place = exe.children.len() == node.children.len();
+        if !in_place {
+            exe.children.clear();
         }
-        exe.children.clear();
-        let mut recycled = old.iter_mut().filter_map(Option::take);
-        for &child in &node.children {
+        for (i, &child) in node.children.iter().enumerate() {
             let c = self.defn.node(child);
-            let mut state = recycled.next().map(|(_, s)| s).unwrap_or_default();
             let cid = child_id(&exe.id, &c.full_path, seq);
             let passed: Object = node
                 .invoke_with
@@ -507,14 +513,32 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 root_path: c.full_path.clone(),
                 context: passed,
             });
-            state.root_path = c.full_path.clone();
-            state.key = c.full_path.clone();
-            state.finished = false;
-            state.outcome = None;
-            state.result.clear();
-            state.submachine = false;
-            state.extra.clear();
-            exe.children.insert(cid, state);
+            if in_place {
+                match exe.children.replace_index(i, cid) {
+                    Ok(_) => {
+                        let (_, state) = exe
+                            .children
+                            .get_index_mut(i)
+                            .expect("replace_index checked the index");
+                        state.root_path = c.full_path.clone();
+                        state.key = c.full_path.clone();
+                        state.finished = false;
+                        state.outcome = None;
+                        state.result.clear();
+                        state.submachine = false;
+                        state.extra.clear();
+                        continue;
+                    }
+                    Err((_, cid)) => {
+                        // the key is a later entry's: drop the rest and build them afresh
+                        exe.children.truncate(i);
+                        in_place = false;
+                        exe.children.insert(cid, region_state(&c.full_path));
+                    }
+                }
+            } else {
+                exe.children.insert(cid, region_state(&c.full_path));
+            }
         }
     }
 
