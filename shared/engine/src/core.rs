@@ -863,7 +863,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
 
             // a sink at its own scope: the innermost terminal with an outcome sets it
             if node.outcome.is_some() && exe.outcome.is_none() {
-                exe.outcome = node.outcome.as_deref().map(SmolStr::from);
+                exe.outcome = node.outcome.clone();
             }
             if self.hooked(active, CallKind::Exit) {
                 self.run_hook(exe, active, CallKind::Exit, None).await?;

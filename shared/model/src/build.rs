@@ -54,6 +54,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+use smol_str::SmolStr;
 
 use crate::definition::{
     ActionRef, Assign, Choice, Definition, EventFilter, Expr, FieldRef, Node, NodeId, NodeKind, Op,
@@ -642,7 +643,7 @@ impl Builder {
             outcome: cfg
                 .get("outcome")
                 .and_then(Value::as_str)
-                .map(str::to_string),
+                .map(SmolStr::from),
             carry,
             defer,
             invoke: match cfg.get("invoke") {

@@ -280,8 +280,9 @@ pub struct Node {
     pub on_activity: Option<ActionRef>,
     pub on_exit: Option<ActionRef>,
     pub timeout: Option<Timeout>,
-    /// The verdict recorded on the Execution when this state is a terminal.
-    pub outcome: Option<String>,
+    /// The verdict recorded on the Execution when this state is a terminal (a clone, not a
+    /// copy, when it is).
+    pub outcome: Option<SmolStr>,
     /// Context keys a region propagates on its `Finished`.
     pub carry: Vec<String>,
     /// Event kinds held (not dropped) while unhandled in this node's scope.
