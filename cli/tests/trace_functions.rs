@@ -220,7 +220,7 @@ async fn the_functions_write_harels_trace_and_harel_trace_shows_it() {
 
     // the regions the worker started: their start is a traced step too
     let exe = stack.store.load(id).await.expect("load").expect("exists");
-    let regions: Vec<String> = exe.children.keys().cloned().collect();
+    let regions: Vec<harel_model::SmolStr> = exe.children.keys().cloned().collect();
     assert_eq!(regions.len(), 2, "{:?}", exe.children);
     for region in &regions {
         let steps = stack.store.read_trace(region).await.expect("trace");
@@ -239,7 +239,7 @@ async fn the_functions_write_harels_trace_and_harel_trace_shows_it() {
 
     // harel Python reads the same entries, index for index
     let mut ids = vec![id];
-    ids.extend(regions.iter().map(String::as_str));
+    ids.extend(regions.iter().map(|r| r.as_str()));
     let python = harel_read_trace(&stack.prefix, &ids);
     for each in &ids {
         let ours = stack.store.read_trace(each).await.expect("trace");

@@ -341,15 +341,15 @@ async fn events_over_the_sqs_limit_are_refused_and_never_lost() {
     let mut exe = w.store.load("big-1").await.expect("load").expect("created");
     // the big one first, then one more for its target and twelve for others (two batches)
     let mut emits = vec![
-        (Some("big-target".to_string()), big.clone()),
+        (Some("big-target".into()), big.clone()),
         (
-            Some("big-target".to_string()),
+            Some("big-target".into()),
             Event::new("Go").with_id("after-big"),
         ),
     ];
     for i in 0..12 {
         emits.push((
-            Some(format!("other-{i}")),
+            Some(format!("other-{i}").into()),
             Event::new("Go").with_id(format!("other-{i}")),
         ));
     }
@@ -374,7 +374,7 @@ async fn events_over_the_sqs_limit_are_refused_and_never_lost() {
     .await;
     let err = relayed.expect_err("the relay reports what it could not send");
     assert!(err.to_string().contains("262144"), "{err}");
-    let pending: Vec<String> = w
+    let pending: Vec<harel_model::SmolStr> = w
         .store
         .pending_outbox()
         .await

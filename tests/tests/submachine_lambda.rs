@@ -213,7 +213,7 @@ async fn reset_cancels_the_running_child_and_the_fresh_one_returns_on_its_timer(
     stack.pump().await;
     let parent = stack.load(id).await;
     assert_eq!(parent.invoke_seq.get("Wait"), Some(&1));
-    let keys: Vec<&str> = parent.children.keys().map(String::as_str).collect();
+    let keys: Vec<&str> = parent.children.keys().map(|k| k.as_str()).collect();
     assert_eq!(keys, ["patient-1:Wait:1"]);
     assert_eq!(
         stack.load("patient-1:Wait:0").await.status,

@@ -79,7 +79,7 @@ async fn publish(stack: &Stack, out: &ControlOutcome) -> anyhow::Result<bool> {
     let entries: Vec<_> = out
         .enqueued
         .iter()
-        .map(|e| (e.seq, Some(e.target_id.clone()), e.event.clone()))
+        .map(|e| (e.seq, Some(e.target_id.as_str().into()), e.event.clone()))
         .collect();
     harel_lambda::deliver::publish_outbox(&stack.store, &transport, &entries)
         .await

@@ -70,7 +70,7 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
     let id = args
         .id
         .clone()
-        .unwrap_or_else(harel_engine::ids::new_event_id);
+        .unwrap_or_else(|| harel_engine::ids::new_event_id().into());
     check_group_id(&id).map_err(|e| anyhow!("--id {id:?}: {e}"))?;
 
     let stack = args.stack.connect().await?;

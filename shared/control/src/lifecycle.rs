@@ -65,8 +65,8 @@ pub async fn cancel_with_reason<S: ExecutionStore>(
         }
         if exe.definition_id != definition.id {
             return Err(ControlError::WrongDefinition {
-                execution_id: exe.id,
-                runs: exe.definition_id,
+                execution_id: exe.id.to_string(),
+                runs: exe.definition_id.to_string(),
                 given: definition.id.clone(),
             });
         }
@@ -93,7 +93,7 @@ pub async fn cancel_with_reason<S: ExecutionStore>(
                 ));
                 out.enqueued.extend(seqs.into_iter().map(|seq| Enqueued {
                     seq,
-                    target_id: exe.id.clone(),
+                    target_id: exe.id.to_string(),
                     event: event.clone(),
                 }));
             }

@@ -87,8 +87,8 @@ pub async fn redrive<S: ExecutionStore>(
     }
     if exe.definition_id != definition.id {
         return Err(ControlError::WrongDefinition {
-            execution_id: exe.id,
-            runs: exe.definition_id,
+            execution_id: exe.id.to_string(),
+            runs: exe.definition_id.to_string(),
             given: definition.id.clone(),
         });
     }

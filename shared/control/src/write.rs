@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use harel_engine::{ttl_delay, TTL_PATH};
-use harel_model::{Definition, Execution, Status};
+use harel_model::{Definition, Execution, SmolStr, Status};
 use harel_store::{Commit, ExecutionStore, TimerOp};
 
 use crate::outcome::{Command, ControlOutcome, ControlStep};
@@ -55,17 +55,17 @@ impl StatusWrite<'_> {
 pub(crate) fn step(
     command: Command,
     from_status: Status,
-    from_path: Option<String>,
+    from_path: Option<SmolStr>,
     exe: &Execution,
 ) -> ControlStep {
     ControlStep {
-        execution_id: exe.id.clone(),
+        execution_id: exe.id.to_string(),
         cause: "control",
         command,
         from_status,
         to_status: exe.status,
-        from_path,
-        to_path: exe.active_path.clone(),
+        from_path: from_path.map(String::from),
+        to_path: exe.active_path.as_deref().map(str::to_string),
     }
 }
 
@@ -101,7 +101,7 @@ pub(crate) async fn commit_status<S: ExecutionStore>(
         let (from_status, from_path) = (exe.status, exe.active_path.clone());
         exe.status = write.status;
         if let Some(path) = write.active_path {
-            exe.active_path = Some(path.to_string());
+            exe.active_path = Some(path.into());
         }
         if write.clear_error {
             exe.error = None;
@@ -114,7 +114,7 @@ pub(crate) async fn commit_status<S: ExecutionStore>(
             let fire_at = now + delay;
             exe.expires_at = Some(fire_at);
             timers.push(TimerOp::Schedule {
-                path: TTL_PATH.to_string(),
+                path: TTL_PATH.into(),
                 fire_at,
             });
         }

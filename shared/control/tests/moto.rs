@@ -269,7 +269,7 @@ async fn commands_propagate_to_the_regions() {
     let id = "split-1";
     stack.create("Split", id).await;
     let parent = stack.load(id).await;
-    let regions: Vec<String> = parent.children.keys().cloned().collect();
+    let regions: Vec<String> = parent.children.keys().map(|k| k.to_string()).collect();
     assert_eq!(regions.len(), 2, "{parent:?}");
     let all: Vec<&str> = std::iter::once(id)
         .chain(regions.iter().map(String::as_str))
@@ -319,7 +319,13 @@ async fn cooperative_cancel_of_an_orthogonal_parent_cancels_the_regions_and_clea
     let stack = Stack::new().await;
     let id = "split-2";
     stack.create("Split", id).await;
-    let regions: Vec<String> = stack.load(id).await.children.keys().cloned().collect();
+    let regions: Vec<String> = stack
+        .load(id)
+        .await
+        .children
+        .keys()
+        .map(|k| k.to_string())
+        .collect();
     let out = harel_control::cancel(&stack.operator, stack.defn("Split"), id, stack.now())
         .await
         .expect("cancel");
@@ -429,7 +435,7 @@ async fn harel_pythons_control_plane_drives_our_worker_and_reads_ours() {
         .await
         .children
         .keys()
-        .cloned()
+        .map(|k| k.to_string())
         .collect();
     let py = harel_python(&stack, "terminate", "py-split", None);
     assert_eq!(py["execution"]["status"], "CANCELLED");

@@ -271,7 +271,7 @@ async fn step(
         .expect("load_for_event");
     assert!(!done);
     let mut exe = exe.expect("the bench execution exists");
-    commit.processed_event_id = Some(event_id.to_string());
+    commit.processed_event_id = Some(event_id.into());
     store.commit(&mut exe, commit).await.expect("commit");
 }
 

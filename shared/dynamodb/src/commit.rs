@@ -111,10 +111,10 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     };
 
     let mut exe_item: Item = Item::new();
-    exe_item.insert("id".into(), s(&exe.id));
+    exe_item.insert("id".into(), s(exe.id.as_str()));
     exe_item.insert("data".into(), s(bumped.to_json()));
     exe_item.insert("version".into(), n_int(bumped.version));
-    exe_item.insert("definition_id".into(), s(&exe.definition_id));
+    exe_item.insert("definition_id".into(), s(exe.definition_id.as_str()));
     if let Some(idx) = trace_idx {
         exe_item.insert(TRACE_IDX_ATTR.into(), n_int(idx));
     }
@@ -154,7 +154,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         item.insert(
             "target_id".into(),
             match target {
-                Some(t) => s(t),
+                Some(t) => s(t.as_str()),
                 None => aws_sdk_dynamodb::types::AttributeValue::Null(true),
             },
         );
@@ -170,9 +170,9 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     for (i, spawn) in commit.spawns.iter().enumerate() {
         let mut item = Item::new();
         item.insert("seq".into(), n_int(spawn_base + i as u64));
-        item.insert("parent_id".into(), s(&exe.id));
-        item.insert("child_id".into(), s(&spawn.child_id));
-        item.insert("root_path".into(), s(&spawn.root_path));
+        item.insert("parent_id".into(), s(exe.id.as_str()));
+        item.insert("child_id".into(), s(spawn.child_id.as_str()));
+        item.insert("root_path".into(), s(spawn.root_path.as_str()));
         item.insert(
             "context".into(),
             s(json_dumps(&Value::Object(spawn.context.clone()), false)),
@@ -188,8 +188,8 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     let seq_items = 1..puts.len();
     if let Some(event_id) = &commit.processed_event_id {
         let mut item = Item::new();
-        item.insert("execution_id".into(), s(&exe.id));
-        item.insert("event_id".into(), s(event_id));
+        item.insert("execution_id".into(), s(exe.id.as_str()));
+        item.insert("event_id".into(), s(event_id.as_str()));
         let size = item_size(&item);
         puts.push((
             TransactWriteItem::builder()
@@ -200,10 +200,10 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     }
     for op in last_op_per_path(&commit.timers) {
         let mut item = Item::new();
-        item.insert("execution_id".into(), s(&exe.id));
+        item.insert("execution_id".into(), s(exe.id.as_str()));
         match op {
             TimerOp::Schedule { path, fire_at } => {
-                item.insert("path".into(), s(path));
+                item.insert("path".into(), s(path.as_str()));
                 item.insert(
                     "fire_at".into(),
                     n_float(*fire_at).map_err(|e| {
@@ -219,7 +219,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
                 ));
             }
             TimerOp::Cancel { path } => {
-                item.insert("path".into(), s(path));
+                item.insert("path".into(), s(path.as_str()));
                 let size = item_size(&item);
                 puts.push((
                     TransactWriteItem::builder()
@@ -233,7 +233,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     let mut trace_item = None;
     if let (Some(entry), Some(idx)) = (&commit.trace, trace_idx) {
         let mut item = Item::new();
-        item.insert("execution_id".into(), s(&exe.id));
+        item.insert("execution_id".into(), s(exe.id.as_str()));
         item.insert("idx".into(), n_int(idx));
         item.insert(
             "entry".into(),
@@ -252,7 +252,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         // the ring: drop the step leaving the last-N window, in the same transaction
         if trace_max > 0 && idx >= trace_max as u64 {
             let mut key = Item::new();
-            key.insert("execution_id".into(), s(&exe.id));
+            key.insert("execution_id".into(), s(exe.id.as_str()));
             key.insert("idx".into(), n_int(idx - trace_max as u64));
             let size = item_size(&key);
             puts.push((

@@ -22,7 +22,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 use base64::Engine as _;
-use harel_model::{Event, Execution, ExecutionPage, ExecutionSummary, Object};
+use harel_model::{Event, Execution, ExecutionPage, ExecutionSummary, Object, SmolStr};
 use harel_store::{
     memory::matches, Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry,
     StoreError, StoreResult, DEFAULT_TRACE_MAX,
@@ -566,7 +566,7 @@ impl ExecutionStore for DynamoDbStore {
                     };
                     self.forget_trace(&exe.id);
                     return Err(StoreError::Conflict {
-                        execution_id: exe.id.clone(),
+                        execution_id: exe.id.to_string(),
                         expected: exe.version,
                         found,
                     });
@@ -654,7 +654,7 @@ impl ExecutionStore for DynamoDbStore {
                 .map_err(|e| StoreError::Corrupt(format!("{table}: event of seq {seq}: {e}")))?;
             out.push(OutboxEntry {
                 seq,
-                target_id,
+                target_id: target_id.map(SmolStr::from),
                 event,
             });
         }
@@ -685,9 +685,9 @@ impl ExecutionStore for DynamoDbStore {
                 .map_err(|e| StoreError::Corrupt(format!("{table}: context of seq {seq}: {e}")))?;
             out.push(SpawnEntry {
                 seq,
-                parent_id: get_s(item, "parent_id").map_err(corrupt)?.to_string(),
-                child_id: get_s(item, "child_id").map_err(corrupt)?.to_string(),
-                root_path: get_s(item, "root_path").map_err(corrupt)?.to_string(),
+                parent_id: get_s(item, "parent_id").map_err(corrupt)?.into(),
+                child_id: get_s(item, "child_id").map_err(corrupt)?.into(),
+                root_path: get_s(item, "root_path").map_err(corrupt)?.into(),
                 context,
             });
         }

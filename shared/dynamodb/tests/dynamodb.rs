@@ -305,7 +305,7 @@ async fn a_backlog_larger_than_one_scan_page_drains_in_seq_order() {
             emits: (0..25)
                 .map(|i| {
                     (
-                        Some("backlog".to_string()),
+                        Some("backlog".into()),
                         Event::new(format!("B{batch}-{i}")).with_data(obj(json!({"pad": pad}))),
                     )
                 })

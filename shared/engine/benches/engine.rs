@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use harel_engine::blocking::{self, Ready};
 use harel_engine::{process, run_ready, start, ActionCall, ActionError, StepEffects};
-use harel_model::{Definition, Event, Execution, Object, Status};
+use harel_model::{Definition, Event, Execution, Object, SmolStr, Status};
 use serde_json::Value;
 
 /// Counts every allocation (and reallocation, which may move) made through the global
@@ -90,9 +90,9 @@ struct Driver<'d> {
     /// bookkeeping excluded).
     engine_allocs: u64,
     /// Recycled buffers for the snapshot of live regions a broadcast goes to (harel_bench.py
-    /// builds a list of the same ids; reusing the strings keeps the driver's own allocations
+    /// builds a list of the same ids; reusing the lists keeps the driver's own allocations
     /// out of the way of the engine's).
-    spare: Vec<Vec<String>>,
+    spare: Vec<Vec<SmolStr>>,
 }
 
 /// Which of the crate's two compilations of the step rules a run drives.
@@ -185,7 +185,7 @@ impl<'d> Driver<'d> {
 
     /// Processes `event` for `exe_id`, or, for a domain event while regions are live,
     /// writes their ids to `live` and returns how many to broadcast to.
-    fn step(&mut self, exe_id: &str, event: &Event, live: &mut Vec<String>) -> usize {
+    fn step(&mut self, exe_id: &str, event: &Event, live: &mut Vec<SmolStr>) -> usize {
         let exe = if self.root.id == exe_id {
             &mut self.root
         } else {
@@ -195,33 +195,33 @@ impl<'d> Driver<'d> {
             }
         };
         if !is_control(&event.kind) && exe.children.values().any(|c| !c.finished) {
-            let mut n = 0;
-            for (id, _) in exe.children.iter().filter(|(_, cs)| !cs.finished) {
-                match live.get_mut(n) {
-                    Some(slot) => slot.clone_from(id),
-                    None => live.push(id.clone()),
-                }
-                n += 1;
-            }
-            return n;
+            live.clear();
+            live.extend(
+                exe.children
+                    .iter()
+                    .filter(|(_, cs)| !cs.finished)
+                    .map(|(id, _)| id.clone()),
+            );
+            return live.len();
         }
         let before = allocations();
         let fx = self.engine.process(self.defn, exe, event, &mut self.host);
         self.engine_allocs += allocations() - before;
+        let id = exe.id.clone();
         if exe.parent_id.is_some() && exe.status == Status::Done {
             // a finished region has reported (its `Finished` is in `fx`): forget it
             self.regions.retain(|r| r.id != exe_id);
         }
-        self.handle(exe_id, fx);
+        self.handle(&id, fx);
         0
     }
 
-    fn handle(&mut self, parent_id: &str, fx: StepEffects) {
+    fn handle(&mut self, parent_id: &SmolStr, fx: StepEffects) {
         for spec in fx.spawns {
-            let mut child = Execution::with_ids(spec.child_id, self.defn.id.clone());
+            let mut child = Execution::with_ids(spec.child_id, SmolStr::from(&self.defn.id));
             child.root_path = spec.root_path;
             child.context = spec.context;
-            child.parent_id = Some(parent_id.to_owned());
+            child.parent_id = Some(parent_id.clone());
             child.child_id = Some(child.id.clone());
             let before = allocations();
             let child_fx = self.engine.start(self.defn, &mut child, &mut self.host);
@@ -239,7 +239,7 @@ impl<'d> Driver<'d> {
         self.deliver_emits(fx.emits);
     }
 
-    fn deliver_emits(&mut self, emits: Vec<(Option<String>, Event)>) {
+    fn deliver_emits(&mut self, emits: Vec<(Option<SmolStr>, Event)>) {
         for (to, event) in emits {
             if let Some(to) = to {
                 self.deliver(&to, &event);

@@ -4,8 +4,8 @@
 use harel_model::pyrepr::{py_float_repr, py_repr, py_str, py_type_name};
 use harel_model::schema::with_defaults;
 use harel_model::{
-    Assign, ChildState, Definition, Event, Execution, NodeId, NodeKind, Object, Status, Timeout,
-    Transition,
+    Assign, ChildState, Definition, Event, Execution, NodeId, NodeKind, Object, SmolStr, Status,
+    Timeout, Transition,
 };
 use serde_json::Value;
 
@@ -109,9 +109,10 @@ fn effect<'d>(
     (&t.assignments, branch)
 }
 
-/// A region's deterministic id, `{exe_id}:{region path}:{entry seq}`, written into `out`
-/// (built without the formatting machinery: this runs on every fork).
-fn write_child_id(out: &mut String, exe_id: &str, path: &str, seq: u64) {
+/// A region's deterministic id, `{exe_id}:{region path}:{entry seq}` (built without the
+/// formatting machinery, and on the stack when it fits, so the id's one allocation is its
+/// own: this runs on every fork).
+pub(crate) fn child_id(exe_id: &str, path: &str, seq: u64) -> SmolStr {
     let mut digits = [0u8; 20];
     let mut n = seq;
     let mut i = digits.len();
@@ -123,14 +124,32 @@ fn write_child_id(out: &mut String, exe_id: &str, path: &str, seq: u64) {
             break;
         }
     }
-    let digits = std::str::from_utf8(&digits[i..]).expect("ASCII digits");
-    out.clear();
-    out.reserve(exe_id.len() + path.len() + digits.len() + 2);
-    out.push_str(exe_id);
-    out.push(':');
-    out.push_str(path);
-    out.push(':');
-    out.push_str(digits);
+    let digits = &digits[i..];
+    let parts = [exe_id.as_bytes(), b":", path.as_bytes(), b":", digits];
+    let len = parts.iter().map(|p| p.len()).sum::<usize>();
+    let mut stack = [0u8; 128];
+    let mut heap = Vec::new();
+    let buf = if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap[..]
+    };
+    let mut at = 0;
+    for p in parts {
+        buf[at..at + p.len()].copy_from_slice(p);
+        at += p.len();
+    }
+    SmolStr::from(std::str::from_utf8(buf).expect("UTF-8 pieces joined by ASCII"))
+}
+
+/// A freshly forked region's entry.
+fn region_state(root_path: &SmolStr) -> ChildState {
+    ChildState {
+        root_path: root_path.clone(),
+        key: root_path.clone(),
+        ..ChildState::default()
+    }
 }
 
 fn joined(exe: &Execution) -> bool {
@@ -183,7 +202,7 @@ fn same_layout(old: &Object, exe_id: &str, children: &harel_model::KeyMap<ChildS
             let want = if cs.key.is_empty() {
                 region_key(exe_id, cid)
             } else {
-                &cs.key
+                cs.key.as_str()
             };
             let Value::Object(r) = r else {
                 return false;
@@ -223,8 +242,11 @@ fn expose_region_results(exe: &mut Execution) {
                 match (region_outcome(cs), &cs.outcome) {
                     (Some(v), _) => assign(outcome, v),
                     (None, Some(o)) => match outcome {
-                        Value::String(s) => s.clone_from(o),
-                        slot => *slot = Value::String(o.clone()),
+                        Value::String(s) => {
+                            s.clear();
+                            s.push_str(o);
+                        }
+                        slot => *slot = Value::String(o.to_string()),
                     },
                     (None, None) => *outcome = Value::Null,
                 }
@@ -241,13 +263,10 @@ fn expose_region_results(exe: &mut Execution) {
         let key = if cs.key.is_empty() {
             region_key(id, cid)
         } else {
-            &cs.key
+            cs.key.as_str()
         };
         let mut r = Object::with_capacity(1 + cs.result.len());
-        r.insert(
-            "outcome".into(),
-            cs.outcome.clone().map_or(Value::Null, Value::String),
-        );
+        r.insert("outcome".into(), str_or_null(cs.outcome.as_deref()));
         for (k, v) in &cs.result {
             r.insert(k.clone(), v.clone());
         }
@@ -261,6 +280,11 @@ fn expose_region_results(exe: &mut Execution) {
     if reported {
         context.insert("region_results".into(), Value::Object(results));
     }
+}
+
+/// A JSON string, or null (`Optional[str]` in a document's data).
+pub(crate) fn str_or_null(s: Option<&str>) -> Value {
+    s.map_or(Value::Null, |s| Value::String(s.to_string()))
 }
 
 /// `float(context.get(key, 0.0))` with Python's refusals.
@@ -301,33 +325,20 @@ pub(crate) struct Run<'d, 'h, H> {
 /// Queue an emit. The first goes in a one-slot buffer: a step rarely emits more, and the
 /// default first growth (4 slots of an `Event`, over 1 KiB) misses the allocator's fast
 /// size classes.
-fn emit(fx: &mut StepEffects, to: Option<String>, event: Event) {
+fn emit(fx: &mut StepEffects, to: Option<SmolStr>, event: Event) {
     if fx.emits.capacity() == 0 {
         fx.emits.reserve_exact(1);
     }
     fx.emits.push((to, event));
 }
 
-/// `*slot = Some(path)`, reusing the String already there.
-fn set_path(slot: &mut Option<String>, path: &str) {
-    match slot {
-        Some(s) => {
-            s.clear();
-            s.push_str(path);
-        }
-        None => *slot = Some(path.to_string()),
-    }
-}
-
-/// `history[parent] = child`, reusing the String already there (same order as an insert).
-fn record_history(history: &mut harel_model::KeyMap<String>, parent: &str, child: &str) {
-    match history.get_mut(parent) {
-        Some(v) => {
-            v.clear();
-            v.push_str(child);
-        }
+/// `history[parent] = child` (an existing key keeps its place, as a dict assignment does).
+/// Both are node paths out of the Definition: clones, not copies.
+fn record_history(history: &mut harel_model::KeyMap<SmolStr>, parent: &SmolStr, child: &SmolStr) {
+    match history.get_mut(parent.as_str()) {
+        Some(v) => v.clone_from(child),
         None => {
-            history.insert(parent.to_string(), child.to_string());
+            history.insert(parent.clone(), child.clone());
         }
     }
 }
@@ -348,7 +359,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
     /// Write the active node's path to `exe.active_path` if it moved.
     fn settle(&mut self, exe: &mut Execution) {
         if let (true, Some(id)) = (self.moved, self.active) {
-            set_path(&mut exe.active_path, &self.defn.node(id).full_path);
+            exe.active_path = Some(self.defn.node(id).full_path.clone());
         }
         self.moved = false;
     }
@@ -480,21 +491,22 @@ impl<'d, H: Host> Run<'d, '_, H> {
     /// node passes down (`with`), copied now.
     fn fork(&mut self, exe: &mut Execution, id: NodeId) {
         let node = self.defn.node(id);
-        let seq = exe.invoke_seq.get(&node.full_path).copied().unwrap_or(0);
-        // harel replaces `children` with a fresh dict; the previous entries' strings are
-        // reused for the new ones (their buffers only: every field is rewritten below)
-        let mut old: [Option<(String, ChildState)>; 4] = Default::default();
-        if exe.children.len() <= old.len() {
-            for slot in &mut old {
-                *slot = exe.children.pop();
-            }
+        let seq = exe
+            .invoke_seq
+            .get(node.full_path.as_str())
+            .copied()
+            .unwrap_or(0);
+        // harel replaces `children` with a fresh dict of the regions, in order. A re-entry
+        // finds the previous fork's entries, as many as there are regions: each is rewritten
+        // in place (a new key, every field reset), which leaves the same map as a fresh one
+        // without moving the states or reallocating their `result` maps
+        let mut in_place = exe.children.len() == node.children.len();
+        if !in_place {
+            exe.children.clear();
         }
-        exe.children.clear();
-        let mut recycled = old.iter_mut().filter_map(Option::take);
-        for &child in &node.children {
+        for (i, &child) in node.children.iter().enumerate() {
             let c = self.defn.node(child);
-            let (mut cid, mut state) = recycled.next().unwrap_or_default();
-            write_child_id(&mut cid, &exe.id, &c.full_path, seq);
+            let cid = child_id(&exe.id, &c.full_path, seq);
             let passed: Object = node
                 .invoke_with
                 .iter()
@@ -505,14 +517,32 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 root_path: c.full_path.clone(),
                 context: passed,
             });
-            state.root_path.clone_from(&c.full_path);
-            state.key.clone_from(&c.full_path);
-            state.finished = false;
-            state.outcome = None;
-            state.result.clear();
-            state.submachine = false;
-            state.extra.clear();
-            exe.children.insert(cid, state);
+            if in_place {
+                match exe.children.replace_index(i, cid) {
+                    Ok(_) => {
+                        let (_, state) = exe
+                            .children
+                            .get_index_mut(i)
+                            .expect("replace_index checked the index");
+                        state.root_path = c.full_path.clone();
+                        state.key = c.full_path.clone();
+                        state.finished = false;
+                        state.outcome = None;
+                        state.result.clear();
+                        state.submachine = false;
+                        state.extra.clear();
+                        continue;
+                    }
+                    Err((_, cid)) => {
+                        // the key is a later entry's: drop the rest and build them afresh
+                        exe.children.truncate(i);
+                        in_place = false;
+                        exe.children.insert(cid, region_state(&c.full_path));
+                    }
+                }
+            } else {
+                exe.children.insert(cid, region_state(&c.full_path));
+            }
         }
     }
 
@@ -520,7 +550,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
     /// cancel every region it spawned that is still running.
     fn leave_regions(&mut self, exe: &mut Execution, id: NodeId) {
         let path = &self.defn.node(id).full_path;
-        match exe.invoke_seq.get_mut(path) {
+        match exe.invoke_seq.get_mut(path.as_str()) {
             Some(seq) => *seq += 1,
             None => {
                 exe.invoke_seq.insert(path.clone(), 1);
@@ -562,9 +592,9 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 return Ok(());
             }
             if !node.allow_history {
-                exe.history.shift_remove(&node.full_path);
+                exe.history.shift_remove(node.full_path.as_str());
             }
-            let child = match exe.history.get(&node.full_path) {
+            let child = match exe.history.get(node.full_path.as_str()) {
                 Some(path) => Some(node_at(defn, path)?),
                 None => node
                     .start_state
@@ -630,7 +660,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 EngineError::Assertion(format!(
                     "selector target {} does not resolve from scope {}",
                     py_repr(&Value::String(name.clone())),
-                    py_repr(&Value::String(defn.node(found.scope).full_path.clone()))
+                    py_repr(&Value::String(defn.node(found.scope).full_path.to_string()))
                 ))
             });
         }
@@ -843,7 +873,8 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 self.run_hook(exe, active, CallKind::Exit, None).await?;
             }
             if let Some(parent) = node.parent.filter(|p| *p != root) {
-                exe.history.shift_remove(&defn.node(parent).full_path);
+                exe.history
+                    .shift_remove(defn.node(parent).full_path.as_str());
                 self.set_active(parent);
                 continue;
             }
@@ -856,14 +887,8 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 if let Some(parent_id) = exe.parent_id.clone() {
                     let carry = &defn.node(root).carry;
                     let mut data = Object::with_capacity(3 + carry.len());
-                    data.insert(
-                        "child_id".into(),
-                        exe.child_id.clone().map_or(Value::Null, Value::String),
-                    );
-                    data.insert(
-                        "outcome".into(),
-                        exe.outcome.clone().map_or(Value::Null, Value::String),
-                    );
+                    data.insert("child_id".into(), str_or_null(exe.child_id.as_deref()));
+                    data.insert("outcome".into(), str_or_null(exe.outcome.as_deref()));
                     for k in carry {
                         if let Some(v) = field(&exe.context, k) {
                             data.insert(k.clone(), v.clone());
@@ -929,7 +954,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
         if let Some(delay) = ttl_delay(self.defn, exe) {
             let fire_at = self.host.now() + delay;
             self.fx.timers.push(TimerOp::Schedule {
-                path: TTL_PATH.to_string(),
+                path: SmolStr::new_static(TTL_PATH),
                 fire_at,
             });
             exe.expires_at = Some(fire_at);
@@ -1046,7 +1071,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                     cs.finished = true;
                     cs.outcome = field(&event.data, "outcome")
                         .and_then(Value::as_str)
-                        .map(str::to_string);
+                        .map(SmolStr::from);
                     // refilled in place: the same entries as a fresh map, without building
                     // (and dropping) one per `Finished`
                     cs.result.clear();
@@ -1139,7 +1164,7 @@ mod tests {
     fn region(outcome: Option<&str>, result: Value) -> ChildState {
         ChildState {
             root_path: "F.A".into(),
-            outcome: outcome.map(str::to_string),
+            outcome: outcome.map(SmolStr::from),
             result: result.as_object().cloned().unwrap(),
             ..ChildState::default()
         }
@@ -1209,16 +1234,16 @@ mod tests {
         assert_eq!(serde_json::to_string(&exe.context).unwrap(), before);
     }
 
-    fn child_id(exe_id: &str, path: &str, seq: u64) -> String {
-        let mut out = "previous contents".to_string();
-        write_child_id(&mut out, exe_id, path, seq);
-        out
-    }
-
     #[test]
     fn child_ids_are_harels() {
         assert_eq!(child_id("e", "Fork.A", 0), "e:Fork.A:0");
         assert_eq!(child_id("e", "F", 1234567), "e:F:1234567");
         assert_eq!(child_id("x", "F", u64::MAX), format!("x:F:{}", u64::MAX));
+        // longer than the stack buffer: built on the heap, the same text
+        let (long_id, long_path) = ("e".repeat(100), "P".repeat(40));
+        assert_eq!(
+            child_id(&long_id, &long_path, 7),
+            format!("{long_id}:{long_path}:7")
+        );
     }
 }

@@ -123,7 +123,7 @@ pub fn evaluate<'a>(
     let mut values = Vec::with_capacity(1);
     for assign in assignments {
         let value = value_of(&assign.expr, scopes)?;
-        if let Some(spec) = defn.context_schema.get(&assign.field) {
+        if let Some(spec) = defn.context_schema.get(assign.field.as_str()) {
             // an optional field may be set to null
             let allowed_null = value.is_null() && !spec.required;
             if !allowed_null && !value_fits(&spec.type_, &value) {

@@ -12,6 +12,8 @@ use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
+use harel_model::SmolStr;
+
 thread_local! {
     /// (key of the high half, key of the low half, counter).
     static STATE: (u64, u64, Cell<u64>) = {
@@ -28,7 +30,7 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// A fresh id: 32 lowercase hex digits with uuid4's version and variant bits.
-pub fn new_event_id() -> String {
+pub fn new_event_id() -> SmolStr {
     const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
     let (hi, lo) = STATE.with(|(k_hi, k_lo, counter)| {
         let n = counter.get().wrapping_add(1);
@@ -40,7 +42,7 @@ pub fn new_event_id() -> String {
 }
 
 /// The id of the 128 bits `hi:lo`, as `uuid4().hex` shapes them.
-fn format_id(hi: u64, lo: u64) -> String {
+fn format_id(hi: u64, lo: u64) -> SmolStr {
     // version 4, variant 10 (RFC 4122), as uuid4 sets them: bits 76..80 and 62..64 of the
     // 128-bit value, i.e. bits 12..16 of the high half and 62..64 of the low one
     let hi = (hi & !(0xf << 12)) | (0x4 << 12);
@@ -49,7 +51,8 @@ fn format_id(hi: u64, lo: u64) -> String {
     let (high, low) = digits.split_at_mut(16);
     write_hex(high, hi);
     write_hex(low, lo);
-    String::from_utf8(digits.to_vec()).expect("hex digits are ASCII")
+    // straight from the stack buffer into the string's one allocation
+    SmolStr::from(std::str::from_utf8(&digits).expect("hex digits are ASCII"))
 }
 
 /// The 16 lowercase hex digits of `v`, most significant first, into `out` (a byte at a
@@ -75,7 +78,7 @@ fn write_hex(out: &mut [u8], v: u64) {
 pub fn event(kind: &str) -> harel_model::Event {
     harel_model::Event {
         id: new_event_id(),
-        kind: kind.to_string(),
+        kind: SmolStr::new(kind),
         created_time: None,
         received_time: None,
         data: harel_model::Object::new(),
@@ -120,7 +123,8 @@ mod tests {
         assert_eq!(&a[12..13], "4");
         assert!(matches!(&a[16..17], "8" | "9" | "a" | "b"));
         // a thread's stream never repeats (the mixer is a bijection of the counter)
-        let many: std::collections::HashSet<String> = (0..10_000).map(|_| new_event_id()).collect();
+        let many: std::collections::HashSet<SmolStr> =
+            (0..10_000).map(|_| new_event_id()).collect();
         assert_eq!(many.len(), 10_000);
         let e = event("Finished");
         assert_eq!(e.kind, "Finished");

@@ -10,7 +10,7 @@
 //! in the spawn's context as `__invoke_fqn__`.
 
 use harel_model::pyrepr::py_type_name;
-use harel_model::{ChildState, Event, Execution, NodeId, Object, Status};
+use harel_model::{ChildState, Event, Execution, NodeId, Object, SmolStr, Status};
 use serde_json::Value;
 
 use super::core::Run;
@@ -22,8 +22,9 @@ use crate::{ChildSpec, EngineError};
 pub const INVOKE_FQN_KEY: &str = "__invoke_fqn__";
 
 /// `{exe}:{path}:{seq}`: a single invoke's child id for this entry of the state.
-pub fn single_child_id(exe_id: &str, path: &str, seq: u64) -> String {
-    format!("{exe_id}:{path}:{seq}")
+pub fn single_child_id(exe_id: &str, path: &str, seq: u64) -> SmolStr {
+    // a region's id has the same shape
+    crate::core::child_id(exe_id, path, seq)
 }
 
 /// `for item in exe.context.get(coll, [])`, as Python iterates the value it finds: a list by
@@ -48,9 +49,13 @@ impl<H: Host> Run<'_, '_, H> {
     /// (the `with` keys the parent has, and the FQN), then park until it returns.
     pub(crate) fn invoke_single(&mut self, exe: &mut Execution, id: NodeId) {
         let node = self.defn.node(id);
-        let seq = exe.invoke_seq.get(&node.full_path).copied().unwrap_or(0);
+        let seq = exe
+            .invoke_seq
+            .get(node.full_path.as_str())
+            .copied()
+            .unwrap_or(0);
         let cid = single_child_id(&exe.id, &node.full_path, seq);
-        if exe.children.contains_key(&cid) {
+        if exe.children.contains_key(cid.as_str()) {
             return;
         }
         let mut context: Object = node
@@ -71,7 +76,7 @@ impl<H: Host> Run<'_, '_, H> {
         );
         self.fx.spawns.push(ChildSpec {
             child_id: cid,
-            root_path: String::new(),
+            root_path: SmolStr::default(),
             context,
         });
     }
@@ -88,7 +93,11 @@ impl<H: Host> Run<'_, '_, H> {
         let Some((loop_var, coll)) = &node.invoke_each else {
             return Ok(());
         };
-        let seq = exe.invoke_seq.get(&node.full_path).copied().unwrap_or(0);
+        let seq = exe
+            .invoke_seq
+            .get(node.full_path.as_str())
+            .copied()
+            .unwrap_or(0);
         let owned = format!("{}:{}:", exe.id, node.full_path);
         let this_entry = format!("{owned}{seq}:");
         if exe.children.keys().any(|c| c.starts_with(&this_entry)) {
@@ -100,7 +109,7 @@ impl<H: Host> Run<'_, '_, H> {
         let fqn = Value::String(node.invoke.clone().unwrap_or_default());
         let mut specs = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            let cid = format!("{this_entry}{i}");
+            let cid = SmolStr::from(format!("{this_entry}{i}"));
             let mut context: Object = node
                 .invoke_with
                 .iter()
@@ -118,13 +127,13 @@ impl<H: Host> Run<'_, '_, H> {
                 cid.clone(),
                 ChildState {
                     submachine: true,
-                    key: format!("{}:{i}", node.full_path),
+                    key: format!("{}:{i}", node.full_path).into(),
                     ..ChildState::default()
                 },
             );
             specs.push(ChildSpec {
                 child_id: cid,
-                root_path: String::new(),
+                root_path: SmolStr::default(),
                 context,
             });
         }
@@ -143,12 +152,12 @@ impl<H: Host> Run<'_, '_, H> {
         cid: Option<&str>,
     ) -> Result<(), EngineError> {
         let path = &self.defn.node(active).full_path;
-        let seq = exe.invoke_seq.get(path).copied().unwrap_or(0);
+        let seq = exe.invoke_seq.get(path.as_str()).copied().unwrap_or(0);
         let expected = single_child_id(&exe.id, path, seq);
         if cid != Some(expected.as_str()) {
             return Ok(());
         }
-        let Some(cs) = exe.children.get(&expected) else {
+        let Some(cs) = exe.children.get(expected.as_str()) else {
             // harel indexes `exe.children[cid]` here and raises KeyError
             return Err(EngineError::Corrupt(format!(
                 "KeyError: {expected:?} (the invoke child is not among the children)"
@@ -157,7 +166,7 @@ impl<H: Host> Run<'_, '_, H> {
         let mut data = Object::with_capacity(1 + cs.result.len());
         data.insert(
             "outcome".into(),
-            cs.outcome.clone().map_or(Value::Null, Value::String),
+            crate::core::str_or_null(cs.outcome.as_deref()),
         );
         for (k, v) in &cs.result {
             data.insert(k.clone(), v.clone());
@@ -167,13 +176,13 @@ impl<H: Host> Run<'_, '_, H> {
         let Some(found) = found else {
             return Ok(());
         };
-        match exe.invoke_seq.get_mut(path) {
+        match exe.invoke_seq.get_mut(path.as_str()) {
             Some(s) => *s = seq + 1,
             None => {
                 exe.invoke_seq.insert(path.clone(), seq + 1);
             }
         }
-        exe.children.shift_remove(&expected);
+        exe.children.shift_remove(expected.as_str());
         self.fire(exe, found, Some(&completion)).await?;
         self.drain(exe).await
     }

@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use harel_model::{ActionRef, Event, Node, Object};
+use harel_model::{ActionRef, Event, Node, Object, SmolStr};
 use serde_json::Value;
 
 pub mod blocking;
@@ -100,15 +100,15 @@ pub trait Host {
 /// A durable-timer mutation of a step.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TimerOp {
-    Schedule { path: String, fire_at: f64 },
-    Cancel { path: String },
+    Schedule { path: SmolStr, fire_at: f64 },
+    Cancel { path: SmolStr },
 }
 
 /// One region (child execution) of an orthogonal fork.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChildSpec {
-    pub child_id: String,
-    pub root_path: String,
+    pub child_id: SmolStr,
+    pub root_path: SmolStr,
     pub context: Object,
 }
 
@@ -116,7 +116,7 @@ pub struct ChildSpec {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepEffects {
     /// `(target execution id, event)`.
-    pub emits: Vec<(Option<String>, Event)>,
+    pub emits: Vec<(Option<SmolStr>, Event)>,
     pub timers: Vec<TimerOp>,
     pub spawns: Vec<ChildSpec>,
     /// The context values `set` assignments wrote (the trace's `assigned`).

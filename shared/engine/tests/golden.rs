@@ -127,7 +127,7 @@ fn trace(path: &std::path::Path, blocking: bool) -> Vec<Value> {
         let kind = step[0].as_str().expect("kind");
         let mut ev = Event::new(kind).with_data(step[1].as_object().cloned().unwrap_or_default());
         if let Some(id) = step.get(2).and_then(Value::as_str) {
-            ev.id = id.to_string();
+            ev.id = id.into();
         }
         if let Some(now) = step.get(3).and_then(Value::as_f64) {
             host.0.now = now;

@@ -87,7 +87,7 @@ fn a_single_invoke_spawns_one_child_with_what_with_finds_and_its_fqn() {
         fx.spawns,
         vec![ChildSpec {
             child_id: "e:Run:0".into(),
-            root_path: String::new(),
+            root_path: Default::default(),
             context: obj(json!({"amount": 5, "__invoke_fqn__": "lib.Job"})),
         }]
     );
@@ -194,7 +194,7 @@ fn a_fan_out_joins_then_re_entry_fans_out_afresh() {
     let fx = step(&d, &mut exe, Event::new("Again"));
     let ids: Vec<&str> = fx.spawns.iter().map(|s| s.child_id.as_str()).collect();
     assert_eq!(ids, ["e:Fan:1:0", "e:Fan:1:1"]);
-    let mut children: Vec<&str> = exe.children.keys().map(String::as_str).collect();
+    let mut children: Vec<&str> = exe.children.keys().map(|k| k.as_str()).collect();
     children.sort();
     assert_eq!(children, ["e:Fan:1:0", "e:Fan:1:1"]);
 }

@@ -8,7 +8,7 @@ use harel_engine::{
     has_cancel_handler, has_error_handler, process, run_ready, start, timeout_event, ActionCall,
     ActionError, CallKind, EngineError, Host, StepEffects, TimerOp, TTL_PATH,
 };
-use harel_model::{build_definition, Definition, Event, Execution, Object, Status};
+use harel_model::{build_definition, ChildState, Definition, Event, Execution, Object, Status};
 use serde_json::{json, Value};
 
 #[derive(Default)]
@@ -385,6 +385,62 @@ fn orthogonal_fork_join_carry_and_region_results() {
         json!({"Fork.Pay": {"outcome": "success", "receipt": "r-1"}, "Fork.Ship": {"outcome": null}})
     );
     assert_eq!(exe.invoke_seq["Fork"], 1);
+}
+
+/// A fork replaces `children` with exactly the new regions' fresh entries, whatever the
+/// previous entries were: as many (rewritten in place), one of them already holding a new
+/// key at a later place, or a different number.
+#[test]
+fn a_fork_leaves_only_fresh_region_entries() {
+    let d = defn(json!({
+        "start": "Fork",
+        "states": {
+            "Fork": {"type": "OrthogonalState", "states": {
+                "A": {"start": "W", "states": {"W": {}}},
+                "B": {"start": "W", "states": {"W": {}}}
+            }}
+        }
+    }));
+    let fresh = {
+        let mut exe = Execution::new("m").with_id("e");
+        run_ready(start(&d, &mut exe, &mut TestHost::default()))
+            .unwrap()
+            .unwrap();
+        serde_json::to_string(&exe.children).unwrap()
+    };
+    assert_eq!(
+        fresh,
+        r#"{"e:Fork.A:0":{"root_path":"Fork.A","finished":false,"outcome":null,"result":{},"submachine":false,"key":"Fork.A"},"e:Fork.B:0":{"root_path":"Fork.B","finished":false,"outcome":null,"result":{},"submachine":false,"key":"Fork.B"}}"#
+    );
+    let stale = ChildState {
+        root_path: "Old".into(),
+        finished: true,
+        outcome: Some("failed".into()),
+        result: obj(json!({"x": 1})),
+        submachine: true,
+        key: "Old".into(),
+        extra: obj(json!({"y": 2})),
+    };
+    for keys in [
+        &["e:Old:0", "e:Old:1"][..],
+        &["e:Old:0", "e:Fork.A:0"],
+        &["e:Fork.B:0", "e:Fork.A:0"],
+        &["e:Old:0"],
+        &["e:Old:0", "e:Old:1", "e:Old:2"],
+    ] {
+        let mut exe = Execution::new("m").with_id("e");
+        for k in keys {
+            exe.children.insert((*k).into(), stale.clone());
+        }
+        run_ready(start(&d, &mut exe, &mut TestHost::default()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            serde_json::to_string(&exe.children).unwrap(),
+            fresh,
+            "{keys:?}"
+        );
+    }
 }
 
 #[test]

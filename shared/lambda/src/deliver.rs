@@ -5,7 +5,7 @@
 
 use harel_engine::invoke::INVOKE_FQN_KEY;
 use harel_model::schema::with_defaults;
-use harel_model::{Event, Execution};
+use harel_model::{Event, Execution, SmolStr};
 use harel_sqs::{DedupeKey, Outgoing, Transport, TransportError};
 use harel_store::{ExecutionStore, SpawnEntry, StoreError};
 use serde_json::Value;
@@ -63,7 +63,7 @@ pub async fn create_child<S: ExecutionStore, D: Driver>(
     }
     let spawn_error = |reason: String| DeliverError::Spawn {
         seq: entry.seq,
-        parent_id: entry.parent_id.clone(),
+        parent_id: entry.parent_id.to_string(),
         reason,
     };
     let mut context = entry.context.clone();
@@ -76,7 +76,7 @@ pub async fn create_child<S: ExecutionStore, D: Driver>(
                 ))
             })?;
             context = with_defaults(&defn.context_schema, &context);
-            Some((defn.id.clone(), fqn))
+            Some((SmolStr::from(&defn.id), SmolStr::from(fqn)))
         }
         Some(other) => {
             return Err(spawn_error(format!(
@@ -115,7 +115,7 @@ pub async fn create_child<S: ExecutionStore, D: Driver>(
 pub async fn publish_outbox<S: ExecutionStore, T: Transport>(
     store: &S,
     transport: &T,
-    entries: &[(u64, Option<String>, Event)],
+    entries: &[(u64, Option<SmolStr>, Event)],
 ) -> Result<Delivered, DeliverError> {
     let mut report = Delivered::default();
     let mut messages = Vec::new();
@@ -182,7 +182,7 @@ pub async fn deliver_stepped<S: ExecutionStore, T: Transport, D: Driver>(
                 match create_child(store, driver, entry).await {
                     Ok(Some(child)) => {
                         report.children_created += 1;
-                        work.push((entry.child_id.clone(), child));
+                        work.push((entry.child_id.to_string(), child));
                     }
                     Ok(None) => {}
                     Err(e @ DeliverError::Spawn { .. }) => {

@@ -5,14 +5,14 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use harel_model::{Definition, Event, Execution};
+use harel_model::{Definition, Event, Execution, SmolStr};
 use harel_store::{ExecutionStore, Spawn, StoreError};
 
 /// What one committed step enqueued, for immediate delivery.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stepped {
     /// The outbox entries the commit wrote: (seq, target execution id, event).
-    pub outbox: Vec<(u64, Option<String>, Event)>,
+    pub outbox: Vec<(u64, Option<SmolStr>, Event)>,
     /// The children the commit asked for (their spawn seqs are found in `pending_spawns`).
     pub spawns: Vec<Spawn>,
 }

@@ -72,7 +72,7 @@ pub async fn relay<S: ExecutionStore, T: Transport, D: Driver>(
             .collect();
         // groups with an entry left unsent in this pass: their later entries wait too, so
         // none overtakes it (FIFO per target)
-        let mut held: HashSet<Option<String>> = HashSet::new();
+        let mut held: HashSet<Option<harel_model::SmolStr>> = HashSet::new();
         let mut rest = entries.as_slice();
         while !rest.is_empty() {
             if Instant::now() >= deadline {

@@ -99,13 +99,13 @@ impl Driver for RuntimeDriver {
     ) -> Result<Stepped, DriveError> {
         // harel's `_defn_for`: a submachine child whose definition is known here only by
         // the FQN it was invoked by (its id differs when a resolver built it) still runs
-        let known = self.by_id.contains_key(&exe.definition_id)
+        let known = self.by_id.contains_key(exe.definition_id.as_str())
             || exe
                 .definition_fqn
                 .as_ref()
-                .is_some_and(|f| self.by_id.contains_key(f));
+                .is_some_and(|f| self.by_id.contains_key(f.as_str()));
         if !known {
-            return Err(DriveError::UnknownMachine(exe.definition_id.clone()));
+            return Err(DriveError::UnknownMachine(exe.definition_id.to_string()));
         }
         // a runner per step over the borrowed store: the runtime owns its store by value.
         // It shares the definitions (a map of `Arc`s), nothing is deep-copied.
@@ -121,7 +121,7 @@ impl Driver for RuntimeDriver {
             .await
             .map_err(|e| match DriveError::from(e) {
                 DriveError::Engine { message, .. } => DriveError::Engine {
-                    execution_id: exe.id.clone(),
+                    execution_id: exe.id.to_string(),
                     message,
                 },
                 other => other,

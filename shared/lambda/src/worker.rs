@@ -522,7 +522,7 @@ where
                     "execution is SUSPENDED: parking its message"
                 );
                 self.transport.park(&record.receipt_handle, delay).await?;
-                return Err(RecordError::Parked(exe.id));
+                return Err(RecordError::Parked(exe.id.to_string()));
             }
             Status::Pending if event.kind != "Start" => {
                 // harel discards it rather than parking: parking would hold the group and
@@ -548,7 +548,7 @@ where
             for (cid, cs) in &exe.children {
                 if !cs.finished && !cs.submachine {
                     if let Some(child) = self.store.load(cid).await? {
-                        live.push(child.id);
+                        live.push(child.id.to_string());
                     }
                 }
             }
@@ -577,7 +577,9 @@ where
         };
         self.stepped(observer, Some(before), &exe, &stepped, Some(&event));
         self.deliver(&exe, stepped, observer).await;
-        Ok(Handled::Processed { execution_id })
+        Ok(Handled::Processed {
+            execution_id: execution_id.to_string(),
+        })
     }
 
     /// harel's `route_flow` broadcast: publish to each live region's group, re-arm the
@@ -599,7 +601,7 @@ where
                 let expires = self.driver.now() + delay;
                 exe.expires_at = Some(expires);
                 timers.push(TimerOp::Schedule {
-                    path: harel_engine::TTL_PATH.to_string(),
+                    path: harel_engine::TTL_PATH.into(),
                     fire_at: expires,
                 });
             }
@@ -618,7 +620,7 @@ where
             }
         })?;
         Ok(Handled::Broadcast {
-            execution_id: exe.id.clone(),
+            execution_id: exe.id.to_string(),
             regions: live.len(),
         })
     }
@@ -627,7 +629,7 @@ where
     fn stepped(
         &self,
         observer: &Observer,
-        before: Option<(Status, Option<String>)>,
+        before: Option<(Status, Option<harel_model::SmolStr>)>,
         exe: &Execution,
         stepped: &crate::driver::Stepped,
         event: Option<&Event>,

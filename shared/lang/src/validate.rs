@@ -683,7 +683,7 @@ impl<'d> Validator<'d> {
                 continue;
             }
             for f in &fields {
-                if !etype.fields.contains_key(f) {
+                if !etype.fields.contains_key(f.as_str()) {
                     self.push(
                         "unknown_event_field",
                         Severity::Error,
@@ -693,7 +693,7 @@ impl<'d> Validator<'d> {
                 }
             }
             for (f, op) in &leaves {
-                if let Some(spec) = etype.fields.get(f) {
+                if let Some(spec) = etype.fields.get(f.as_str()) {
                     if NUMERIC_OPS.contains(op) && (spec.type_ == "string" || spec.type_ == "bool")
                     {
                         self.push(
@@ -779,7 +779,7 @@ impl<'d> Validator<'d> {
                 if r.source != Scope::Context {
                     return None;
                 }
-                let spec = self.defn.context_schema.get(&r.field)?;
+                let spec = self.defn.context_schema.get(r.field.as_str())?;
                 static_type(&spec.type_)
             }
             Expr::Arith { op: '/', .. } => Some("float"),
@@ -832,7 +832,7 @@ impl<'d> Validator<'d> {
             if self.defn.context_schema.is_empty() {
                 continue;
             }
-            let Some(spec) = self.defn.context_schema.get(&assign.field) else {
+            let Some(spec) = self.defn.context_schema.get(assign.field.as_str()) else {
                 self.push(
                     "unknown_context_field",
                     Severity::Error,

@@ -54,6 +54,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+use smol_str::SmolStr;
 
 use crate::definition::{
     ActionRef, Assign, Choice, Definition, EventFilter, Expr, FieldRef, Node, NodeId, NodeKind, Op,
@@ -216,7 +217,7 @@ fn build_field_spec(v: &Value) -> Result<FieldSpec, BuildError> {
 
 fn build_fields(o: &Map<String, Value>) -> Result<KeyMap<FieldSpec>, BuildError> {
     o.iter()
-        .map(|(k, v)| Ok((k.clone(), build_field_spec(v)?)))
+        .map(|(k, v)| Ok((k.into(), build_field_spec(v)?)))
         .collect()
 }
 
@@ -631,7 +632,7 @@ impl Builder {
             |key: &str, default: bool| cfg.get(key).and_then(Value::as_bool).unwrap_or(default);
         let node = Node {
             name: name.to_string(),
-            full_path: full_path.clone(),
+            full_path: full_path.as_str().into(),
             kind,
             parent,
             children: Vec::new(),
@@ -642,7 +643,7 @@ impl Builder {
             outcome: cfg
                 .get("outcome")
                 .and_then(Value::as_str)
-                .map(str::to_string),
+                .map(SmolStr::from),
             carry,
             defer,
             invoke: match cfg.get("invoke") {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::Value;
+use smol_str::SmolStr;
 
 use crate::execution::{FastHash, KeyMap, Object};
 use crate::schema::{EventType, FieldSpec};
@@ -269,7 +270,9 @@ pub enum Timeout {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
     pub name: String,
-    pub full_path: String,
+    /// A [`SmolStr`]: an Execution stores it (active path, history, region roots, timer
+    /// paths), and cloning it out of the Definition must not allocate.
+    pub full_path: SmolStr,
     pub kind: NodeKind,
     pub parent: Option<NodeId>,
     pub children: Vec<NodeId>,
@@ -277,8 +280,9 @@ pub struct Node {
     pub on_activity: Option<ActionRef>,
     pub on_exit: Option<ActionRef>,
     pub timeout: Option<Timeout>,
-    /// The verdict recorded on the Execution when this state is a terminal.
-    pub outcome: Option<String>,
+    /// The verdict recorded on the Execution when this state is a terminal (a clone, not a
+    /// copy, when it is).
+    pub outcome: Option<SmolStr>,
     /// Context keys a region propagates on its `Finished`.
     pub carry: Vec<String>,
     /// Event kinds held (not dropped) while unhandled in this node's scope.

@@ -6,6 +6,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use smol_str::SmolStr;
 
 /// A JSON object, in insertion order (Python dicts keep theirs).
 pub type Object = Map<String, Value>;
@@ -17,11 +18,15 @@ pub type Object = Map<String, Value>;
 pub type FastHash = foldhash::fast::RandomState;
 
 /// A string-keyed map in insertion order with the [`FastHash`] hasher (an Execution's
-/// `history`, `children` and `invoke_seq`).
-pub type KeyMap<V> = IndexMap<String, V, FastHash>;
+/// `history`, `children` and `invoke_seq`). Keyed by [`SmolStr`]: the keys are node paths
+/// and child ids that live elsewhere too, so inserting one is a clone, never a copy; looked
+/// up with a `&str` (`Borrow<str>` hashes and compares as `str` does).
+pub type KeyMap<V> = IndexMap<SmolStr, V, FastHash>;
 
-fn new_id() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
+/// A fresh `uuid4().hex`, written straight into its string (one allocation, not two).
+fn new_id() -> SmolStr {
+    let mut buf = [0u8; uuid::fmt::Simple::LENGTH];
+    SmolStr::from(&*uuid::Uuid::new_v4().simple().encode_lower(&mut buf))
 }
 
 /// The lifecycle of an execution. The strings are harel's enum values.
@@ -93,8 +98,8 @@ impl std::str::FromStr for Status {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     #[serde(default = "new_id")]
-    pub id: String,
-    pub kind: String,
+    pub id: SmolStr,
+    pub kind: SmolStr,
     /// harel types these as datetimes; kept as the ISO text it wrote so nothing is reformatted.
     #[serde(default)]
     pub created_time: Option<String>,
@@ -108,7 +113,7 @@ pub struct Event {
 
 impl Event {
     /// A new event of `kind` with a fresh id and no data.
-    pub fn new(kind: impl Into<String>) -> Self {
+    pub fn new(kind: impl Into<SmolStr>) -> Self {
         Event {
             id: new_id(),
             kind: kind.into(),
@@ -124,7 +129,7 @@ impl Event {
         self
     }
 
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub fn with_id(mut self, id: impl Into<SmolStr>) -> Self {
         self.id = id.into();
         self
     }
@@ -137,12 +142,12 @@ impl Event {
 /// A region (or submachine child) spawned by a parent: the parent's join counter entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChildState {
-    pub root_path: String,
+    pub root_path: SmolStr,
     #[serde(default)]
     pub finished: bool,
     /// The region's terminal outcome, carried on its `Finished`.
     #[serde(default)]
-    pub outcome: Option<String>,
+    pub outcome: Option<SmolStr>,
     /// The region's `carry`-projected context, carried on its `Finished`.
     #[serde(default)]
     pub result: Object,
@@ -151,7 +156,7 @@ pub struct ChildState {
     pub submachine: bool,
     /// Stable key in `region_results`, independent of the seq'd child id.
     #[serde(default)]
-    pub key: String,
+    pub key: SmolStr,
     #[serde(flatten)]
     pub extra: Object,
 }
@@ -160,26 +165,26 @@ pub struct ChildState {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Execution {
     #[serde(default = "new_id")]
-    pub id: String,
-    pub definition_id: String,
+    pub id: SmolStr,
+    pub definition_id: SmolStr,
     /// Set on a submachine child: its fully qualified name, so any worker can resolve it.
     #[serde(default)]
-    pub definition_fqn: Option<String>,
+    pub definition_fqn: Option<SmolStr>,
     /// The node this execution runs ("" for a machine; the region node for a region).
     #[serde(default)]
-    pub root_path: String,
+    pub root_path: SmolStr,
     #[serde(default)]
     pub status: Status,
     #[serde(default)]
-    pub outcome: Option<String>,
+    pub outcome: Option<SmolStr>,
     /// With FAILED: the unhandled action error as `Type: message`.
     #[serde(default)]
     pub error: Option<String>,
     #[serde(default)]
-    pub active_path: Option<String>,
+    pub active_path: Option<SmolStr>,
     /// composite path -> last active child path.
     #[serde(default)]
-    pub history: KeyMap<String>,
+    pub history: KeyMap<SmolStr>,
     #[serde(default)]
     pub context: Object,
     #[serde(default)]
@@ -190,9 +195,9 @@ pub struct Execution {
     #[serde(default, deserialize_with = "priority")]
     pub priority: u8,
     #[serde(default)]
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SmolStr>,
     #[serde(default)]
-    pub child_id: Option<String>,
+    pub child_id: Option<SmolStr>,
     /// Events held by a `defer`, re-delivered on entering a state that handles them.
     #[serde(default)]
     pub deferred: Vec<Event>,
@@ -226,18 +231,18 @@ fn priority<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
 
 impl Execution {
     /// A fresh, never-saved execution of `definition_id` (version 0, PENDING).
-    pub fn new(definition_id: impl Into<String>) -> Self {
+    pub fn new(definition_id: impl Into<SmolStr>) -> Self {
         Self::with_ids(new_id(), definition_id.into())
     }
 
     /// [`Execution::new`] under an id the caller already has (a region's deterministic
     /// child id), without drawing a random one first (harel's `Execution(id=...)`).
-    pub fn with_ids(id: String, definition_id: String) -> Self {
+    pub fn with_ids(id: SmolStr, definition_id: SmolStr) -> Self {
         Execution {
             id,
             definition_id,
             definition_fqn: None,
-            root_path: String::new(),
+            root_path: SmolStr::default(),
             status: Status::Pending,
             outcome: None,
             error: None,
@@ -260,7 +265,7 @@ impl Execution {
         }
     }
 
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub fn with_id(mut self, id: impl Into<SmolStr>) -> Self {
         self.id = id.into();
         self
     }
@@ -309,13 +314,13 @@ pub struct ExecutionSummary {
 impl ExecutionSummary {
     pub fn of(exe: &Execution) -> Self {
         ExecutionSummary {
-            id: exe.id.clone(),
-            definition_id: exe.definition_id.clone(),
+            id: exe.id.to_string(),
+            definition_id: exe.definition_id.to_string(),
             status: exe.status,
-            outcome: exe.outcome.clone(),
-            active_path: exe.active_path.clone(),
+            outcome: exe.outcome.as_deref().map(str::to_string),
+            active_path: exe.active_path.as_deref().map(str::to_string),
             version: exe.version,
-            parent_id: exe.parent_id.clone(),
+            parent_id: exe.parent_id.as_deref().map(str::to_string),
             finished_at: exe.finished_at,
         }
     }

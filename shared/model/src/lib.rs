@@ -20,3 +20,5 @@ pub use execution::{
     ChildState, Event, Execution, ExecutionPage, ExecutionSummary, FastHash, KeyMap, Object, Status,
 };
 pub use schema::{EventType, FieldSpec};
+/// The string type of ids, node paths and event kinds: cloning one never allocates.
+pub use smol_str::SmolStr;

@@ -65,11 +65,11 @@ pub fn schema_problems(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     for (name, spec) in schema {
-        let Some(value) = values.get(name) else {
+        let Some(value) = values.get(name.as_str()) else {
             if check_required && spec.required {
                 problems.push(format!(
                     "missing required field {} ({})",
-                    py_repr(&Value::String(name.clone())),
+                    py_repr(&Value::String(name.to_string())),
                     spec.type_
                 ));
             }
@@ -81,7 +81,7 @@ pub fn schema_problems(
         if !value_fits(&spec.type_, value) {
             problems.push(format!(
                 "field {} must be {}, got {} {}",
-                py_repr(&Value::String(name.clone())),
+                py_repr(&Value::String(name.to_string())),
                 spec.type_,
                 py_type_name(value),
                 py_repr(value)
@@ -96,8 +96,8 @@ pub fn with_defaults(schema: &KeyMap<FieldSpec>, context: &Object) -> Object {
     let mut filled = context.clone();
     for (name, spec) in schema {
         if let Some(default) = &spec.default {
-            if !filled.contains_key(name) {
-                filled.insert(name.clone(), default.clone());
+            if !filled.contains_key(name.as_str()) {
+                filled.insert(name.to_string(), default.clone());
             }
         }
     }

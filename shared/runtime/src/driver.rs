@@ -12,7 +12,7 @@ use harel_engine::{
     StepEffects, TimerOp, TTL_PATH,
 };
 use harel_model::schema::with_defaults;
-use harel_model::{Definition, Event, Execution, Status};
+use harel_model::{Definition, Event, Execution, SmolStr, Status};
 use harel_store::{Commit, ExecutionStore, Spawn, SpawnEntry};
 use serde_json::Value;
 
@@ -134,14 +134,14 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
     /// whose definition is registered under its FQN only) by its `definition_fqn`.
     pub fn definition_for(&self, exe: &Execution) -> Result<&'r Definition, RuntimeError> {
         self.definitions
-            .get(&exe.definition_id)
+            .get(exe.definition_id.as_str())
             .or_else(|| {
                 exe.definition_fqn
                     .as_ref()
-                    .and_then(|f| self.definitions.get(f))
+                    .and_then(|f| self.definitions.get(f.as_str()))
             })
             .map(Arc::as_ref)
-            .ok_or_else(|| RuntimeError::UnknownDefinition(exe.definition_id.clone()))
+            .ok_or_else(|| RuntimeError::UnknownDefinition(exe.definition_id.to_string()))
     }
 
     /// The policy for an unhandled failure.
@@ -173,7 +173,7 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
             let mut host = DriverHost {
                 registry: self.registry,
                 clock: self.clock,
-                execution_id: exe.id.clone(),
+                execution_id: exe.id.to_string(),
                 keys: &mut *keys,
                 actions: Vec::new(),
             };
@@ -283,7 +283,7 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
             Some(Value::String(fqn)) => {
                 let defn = self.resolve_machine(&fqn)?;
                 context = with_defaults(&defn.context_schema, &context);
-                Some((defn.id.clone(), fqn))
+                Some((SmolStr::from(&defn.id), SmolStr::from(fqn)))
             }
             Some(other) => {
                 return Err(RuntimeError::UnresolvedSubmachine(format!(
@@ -294,7 +294,7 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
         };
         let parent = self.store.load(&entry.parent_id).await?;
         let Some(parent) = parent else {
-            return Err(RuntimeError::NotFound(entry.parent_id.clone()));
+            return Err(RuntimeError::NotFound(entry.parent_id.to_string()));
         };
         let (definition_id, fqn) = match submachine {
             Some((id, fqn)) => (id, Some(fqn)),
@@ -373,7 +373,7 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
             if exe.as_ref().is_some_and(|e| e.status == Status::Suspended) {
                 continue;
             }
-            if exe.is_some_and(|e| self.definitions.contains_key(&e.definition_id)) {
+            if exe.is_some_and(|e| self.definitions.contains_key(e.definition_id.as_str())) {
                 let event = timeout_event(&due.execution_id, &due.path, due.fire_at);
                 self.deliver_timeout(&due.execution_id, &event).await?;
             }
@@ -426,7 +426,7 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
         let commit = Commit {
             processed_event_id: Some(event.id.clone()),
             timers: vec![harel_store::TimerOp::Schedule {
-                path: TTL_PATH.to_string(),
+                path: TTL_PATH.into(),
                 fire_at,
             }],
             ..Commit::default()

@@ -135,7 +135,7 @@ impl<S: ExecutionStore> DurableRunner<S> {
         check_context(&defn.context_schema, &context, true)?;
         let mut exe = Execution::new(definition_id);
         if let Some(id) = execution_id {
-            exe.id = id.to_string();
+            exe.id = id.into();
         }
         exe.context = context;
         let driver = self.driver();

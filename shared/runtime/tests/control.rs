@@ -187,7 +187,7 @@ async fn suspend_and_cancel_reach_the_regions() {
         "transitions": [{"from": "Both", "to": "Over"}]}));
     let f = fixture(d);
     let p = f.runner.create("m", None, Some("p")).await.expect("create");
-    let regions: Vec<String> = p.children.keys().cloned().collect();
+    let regions: Vec<String> = p.children.keys().map(|k| k.to_string()).collect();
     assert_eq!(regions.len(), 2);
     f.runner.suspend("p").await.expect("suspend");
     for id in &regions {

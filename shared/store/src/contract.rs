@@ -150,7 +150,7 @@ where
         .commit(
             &mut b,
             Commit {
-                emits: vec![(Some(id.clone()), Event::new("Leak"))],
+                emits: vec![(Some(id.as_str().into()), Event::new("Leak"))],
                 ..Commit::default()
             },
         )
@@ -186,7 +186,7 @@ where
     let first = Event::new("First").with_data(obj(json!({"k": [1, 2.5, "x"]})));
     let commit = Commit {
         emits: vec![
-            (Some(id.clone()), first.clone()),
+            (Some(id.as_str().into()), first.clone()),
             (None, Event::new("Untargeted")),
             (Some("other".into()), Event::new("Third")),
         ],
@@ -203,12 +203,12 @@ where
         ],
         spawns: vec![
             Spawn {
-                child_id: format!("{id}:R1:1"),
+                child_id: format!("{id}:R1:1").into(),
                 root_path: "R1".into(),
                 context: obj(json!({"x": 1})),
             },
             Spawn {
-                child_id: format!("{id}:R2:1"),
+                child_id: format!("{id}:R2:1").into(),
                 root_path: "R2".into(),
                 context: obj(json!({"y": [true, null]})),
             },
@@ -277,14 +277,14 @@ where
     a.context.insert("who".into(), json!("a"));
     b.context.insert("who".into(), json!("b"));
     let side = |tag: &str| Commit {
-        emits: vec![(Some(id.clone()), Event::new(format!("Emit{tag}")))],
-        processed_event_id: Some(format!("ev-{tag}")),
+        emits: vec![(Some(id.as_str().into()), Event::new(format!("Emit{tag}")))],
+        processed_event_id: Some(format!("ev-{tag}").into()),
         timers: vec![TimerOp::Schedule {
-            path: format!("T{tag}"),
+            path: format!("T{tag}").into(),
             fire_at: 10.0,
         }],
         spawns: vec![Spawn {
-            child_id: format!("{id}:{tag}"),
+            child_id: format!("{id}:{tag}").into(),
             root_path: tag.into(),
             context: Object::new(),
         }],
@@ -304,7 +304,7 @@ where
     assert_eq!(wr.version, 2);
     let stored = ok(store.load(&id).await, "load").expect("present");
     assert_eq!(stored.context["who"], json!(winner));
-    let kinds: Vec<String> = ok(store.pending_outbox().await, "outbox")
+    let kinds: Vec<harel_model::SmolStr> = ok(store.pending_outbox().await, "outbox")
         .into_iter()
         .map(|o| o.event.kind)
         .collect();
@@ -345,12 +345,12 @@ where
                 &mut e,
                 Commit {
                     emits: (0..3)
-                        .map(|i| (Some(id.clone()), Event::new(format!("E{i}"))))
+                        .map(|i| (Some(id.as_str().into()), Event::new(format!("E{i}"))))
                         .collect(),
                     spawns: (0..2)
                         .map(|i| Spawn {
-                            child_id: format!("{id}:{i}"),
-                            root_path: format!("R{i}"),
+                            child_id: format!("{id}:{i}").into(),
+                            root_path: format!("R{i}").into(),
                             context: Object::new(),
                         })
                         .collect(),
@@ -503,7 +503,7 @@ where
             e.status = Status::Done;
         }
         if i >= 5 {
-            e.parent_id = Some(format!("{ns}-0"));
+            e.parent_id = Some(format!("{ns}-0").into());
         }
         ok(store.commit(&mut e, Commit::default()).await, "insert");
         made.push(e);
@@ -692,14 +692,14 @@ where
     let mut e = exe(&id);
     let mut k = exe(&keep);
     let c = |target: &str, owner: &str| Commit {
-        emits: vec![(Some(target.to_string()), Event::new("ToTarget"))],
+        emits: vec![(Some(target.into()), Event::new("ToTarget"))],
         processed_event_id: Some("ev".into()),
         timers: vec![TimerOp::Schedule {
             path: "A".into(),
             fire_at: 5.0,
         }],
         spawns: vec![Spawn {
-            child_id: format!("{owner}:c"),
+            child_id: format!("{owner}:c").into(),
             root_path: "R".into(),
             context: Object::new(),
         }],
@@ -734,7 +734,7 @@ where
             .iter()
             .map(|o| o.target_id.clone())
             .collect::<Vec<_>>(),
-        vec![Some(keep.clone())]
+        vec![Some(keep.as_str().into())]
     );
     let spawns = ok(store.pending_spawns().await, "spawns");
     assert_eq!(
@@ -799,7 +799,7 @@ where
             .iter()
             .enumerate()
             .map(|(i, t)| TimerOp::Schedule {
-                path: format!("P{i}"),
+                path: format!("P{i}").into(),
                 fire_at: *t,
             })
             .collect(),

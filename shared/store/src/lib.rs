@@ -8,7 +8,7 @@
 
 use std::future::Future;
 
-use harel_model::{Event, Execution, ExecutionPage, Object, Status};
+use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr, Status};
 
 #[cfg(feature = "contract")]
 pub mod contract;
@@ -25,7 +25,7 @@ pub const DEFAULT_TRACE_MAX: usize = 200;
 pub struct OutboxEntry {
     pub seq: u64,
     /// The execution to deliver to (None: no target).
-    pub target_id: Option<String>,
+    pub target_id: Option<SmolStr>,
     pub event: Event,
 }
 
@@ -34,17 +34,17 @@ pub struct OutboxEntry {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpawnEntry {
     pub seq: u64,
-    pub parent_id: String,
-    pub child_id: String,
-    pub root_path: String,
+    pub parent_id: SmolStr,
+    pub child_id: SmolStr,
+    pub root_path: SmolStr,
     pub context: Object,
 }
 
 /// A child to spawn, as a step hands it to `commit`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spawn {
-    pub child_id: String,
-    pub root_path: String,
+    pub child_id: SmolStr,
+    pub root_path: SmolStr,
     pub context: Object,
 }
 
@@ -52,9 +52,9 @@ pub struct Spawn {
 #[derive(Clone, Debug, PartialEq)]
 pub enum TimerOp {
     /// Arm (upsert) the timer for `path` to fire at `fire_at` (epoch seconds).
-    Schedule { path: String, fire_at: f64 },
+    Schedule { path: SmolStr, fire_at: f64 },
     /// Disarm the timer for `path`.
-    Cancel { path: String },
+    Cancel { path: SmolStr },
 }
 
 /// A timer that is due: (execution_id, path, fire_at).
@@ -69,9 +69,9 @@ pub struct DueTimer {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Commit {
     /// Outbox events, each `(target execution id, event)`.
-    pub emits: Vec<(Option<String>, Event)>,
+    pub emits: Vec<(Option<SmolStr>, Event)>,
     /// The event this step processed: recorded as a dedupe mark.
-    pub processed_event_id: Option<String>,
+    pub processed_event_id: Option<SmolStr>,
     pub timers: Vec<TimerOp>,
     pub spawns: Vec<Spawn>,
     /// One trace step (opt-in timeline), appended to the execution's ring.

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
 use base64::Engine as _;
-use harel_model::{Execution, ExecutionPage, ExecutionSummary, Object};
+use harel_model::{Execution, ExecutionPage, ExecutionSummary, Object, SmolStr};
 
 use crate::{
     Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreError, StoreResult,
@@ -13,11 +13,11 @@ use crate::{
 
 #[derive(Default)]
 struct Inner {
-    executions: BTreeMap<String, Execution>,
-    processed: HashSet<(String, String)>,
+    executions: BTreeMap<SmolStr, Execution>,
+    processed: HashSet<(SmolStr, SmolStr)>,
     outbox: BTreeMap<u64, OutboxEntry>,
     spawns: BTreeMap<u64, SpawnEntry>,
-    timers: HashMap<(String, String), f64>,
+    timers: HashMap<(SmolStr, SmolStr), f64>,
     trace: HashMap<String, BTreeMap<u64, Object>>,
     next_outbox: u64,
     next_spawn: u64,
@@ -63,8 +63,8 @@ impl MemoryStore {
             .timers
             .iter()
             .map(|((e, p), f)| DueTimer {
-                execution_id: e.clone(),
-                path: p.clone(),
+                execution_id: e.to_string(),
+                path: p.to_string(),
                 fire_at: *f,
             })
             .collect();
@@ -127,20 +127,20 @@ impl ExecutionStore for MemoryStore {
         let exe = inner.executions.get(execution_id).cloned();
         let done = inner
             .processed
-            .contains(&(execution_id.to_string(), event_id.to_string()));
+            .contains(&(execution_id.into(), event_id.into()));
         Ok((exe, done))
     }
 
     async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
         let mut inner = self.lock();
-        let stored = inner.executions.get(&exe.id).map(|e| e.version);
+        let stored = inner.executions.get(exe.id.as_str()).map(|e| e.version);
         let ok = match stored {
             None => exe.version == 0,
             Some(v) => v == exe.version && exe.version > 0,
         };
         if !ok {
             return Err(StoreError::Conflict {
-                execution_id: exe.id.clone(),
+                execution_id: exe.id.to_string(),
                 expected: exe.version,
                 found: stored,
             });
@@ -198,7 +198,7 @@ impl ExecutionStore for MemoryStore {
         Ok(self
             .lock()
             .processed
-            .contains(&(execution_id.to_string(), event_id.to_string())))
+            .contains(&(execution_id.into(), event_id.into())))
     }
 
     async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
@@ -246,7 +246,7 @@ impl ExecutionStore for MemoryStore {
 
     async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
         let mut inner = self.lock();
-        let key = (execution_id.to_string(), path.to_string());
+        let key = (SmolStr::from(execution_id), SmolStr::from(path));
         if inner.timers.get(&key) == Some(&fire_at) {
             inner.timers.remove(&key);
         }
@@ -282,7 +282,7 @@ impl ExecutionStore for MemoryStore {
             .executions
             .keys()
             .filter(|id| id.starts_with(prefix))
-            .cloned()
+            .map(SmolStr::to_string)
             .collect())
     }
 

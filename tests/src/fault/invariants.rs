@@ -70,7 +70,7 @@ async fn executions(
     let rows = scan(world, &world.store.tables().executions()).await?;
     let on_aws: BTreeSet<String> = rows.iter().map(|r| s(r, "id").to_string()).collect();
     let expected: Vec<Execution> = reference.executions().await;
-    let expected_ids: BTreeSet<String> = expected.iter().map(|e| e.id.clone()).collect();
+    let expected_ids: BTreeSet<String> = expected.iter().map(|e| e.id.to_string()).collect();
     for extra in on_aws.difference(&expected_ids) {
         v.push(format!(
             "execution {extra} exists on AWS, not in the reference (orphan or duplicate child)"
@@ -94,7 +94,7 @@ async fn executions(
         };
         want.version += reference
             .broadcasts
-            .get(&want.id)
+            .get(want.id.as_str())
             .map_or(0, |b| b.len() as u64);
         if got.to_json() != want.to_json() {
             v.push(format!(
@@ -171,9 +171,9 @@ async fn marks(
     for want in reference.executions().await {
         let broadcasts = reference
             .broadcasts
-            .get(&want.id)
+            .get(want.id.as_str())
             .map_or(0, |b| b.len() as u64);
-        let marks = reference_marks.get(&want.id).copied().unwrap_or(0);
+        let marks = reference_marks.get(want.id.as_str()).copied().unwrap_or(0);
         let got = per_execution.get(want.id.as_str()).copied().unwrap_or(0);
         if got != marks + broadcasts {
             v.push(format!(
@@ -189,7 +189,7 @@ async fn marks(
                 .await
                 .map_err(store_err)?
                 || broadcast(&s.execution_id, &event.id);
-            let got = on_aws.contains(&(s.execution_id.clone(), event.id.clone()));
+            let got = on_aws.contains(&(s.execution_id.clone(), event.id.to_string()));
             if want != got {
                 v.push(format!(
                     "event {} on {}: processed on AWS {got}, in the reference {want}",

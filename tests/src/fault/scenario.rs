@@ -219,7 +219,7 @@ pub async fn reference(scripts: &[Script]) -> Result<Reference, RuntimeError> {
                     broadcasts
                         .entry(s.execution_id.clone())
                         .or_default()
-                        .insert(event.id.clone());
+                        .insert(event.id.to_string());
                 }
                 runner.process(&s.execution_id, event).await?;
             }
@@ -267,7 +267,7 @@ impl CommitHook<MemoryStore> for Marks {
                 .marks
                 .lock()
                 .expect("marks lock")
-                .entry(exe.id.clone())
+                .entry(exe.id.to_string())
                 .or_default() += 1;
         }
         Ok(seqs)

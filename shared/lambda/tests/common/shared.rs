@@ -43,7 +43,7 @@ impl ExecutionStore for Shared {
         self.count();
         if self.conflict_next_commit.swap(false, Ordering::SeqCst) {
             return Err(StoreError::Conflict {
-                execution_id: exe.id.clone(),
+                execution_id: exe.id.to_string(),
                 expected: exe.version,
                 found: Some(exe.version + 1),
             });

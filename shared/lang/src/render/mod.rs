@@ -104,7 +104,7 @@ fn selector_target(defn: &Definition, comp: NodeId, name: &str) -> Result<NodeId
     defn.resolve_relative(comp, name)
         .ok_or_else(|| RenderError::SelectorTarget {
             target: name.to_string(),
-            scope: defn.node(comp).full_path.clone(),
+            scope: defn.node(comp).full_path.to_string(),
         })
 }
 
@@ -118,7 +118,7 @@ fn start_child(defn: &Definition, comp: NodeId) -> Result<Option<NodeId>, Render
         .map(Some)
         .ok_or_else(|| RenderError::StartState {
             start: start.clone(),
-            scope: node.full_path.clone(),
+            scope: node.full_path.to_string(),
         })
 }
 
