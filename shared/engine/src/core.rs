@@ -1,6 +1,8 @@
 //! The step rules (harel `engine/core.py`): entering and leaving states, draining automatic
 //! transitions, orthogonal forks and joins, timers, `ttl`, and the control events.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use harel_model::pyrepr::{py_float_repr, py_repr, py_str, py_type_name};
 use harel_model::schema::with_defaults;
 use harel_model::{
@@ -13,7 +15,7 @@ use super::{step_mode, Host};
 use crate::expr::evaluate;
 use crate::guard::{field, Scopes};
 use crate::resolve::{
-    active_node, auto_pred, choice_branch, choice_index, event_pred, is_active, is_deferred,
+    auto_pred, choice_branch, choice_index, event_pred, is_active, is_deferred,
     is_valid_reposition_target, node_at, resolve_at, resolve_automatic, resolve_between,
     safe_teardown, Automatic, Found,
 };
@@ -306,6 +308,13 @@ fn context_delay(context: &Object, key: &str) -> Result<f64, EngineError> {
     }
 }
 
+/// [`node_at`] through the execution's hint for that path.
+fn hinted(defn: &Definition, path: &str, hint: &AtomicU32) -> Result<NodeId, EngineError> {
+    defn.get_hinted(path, hint).ok_or_else(|| {
+        EngineError::Corrupt(format!("no state {path:?} in definition {:?}", defn.id))
+    })
+}
+
 pub(crate) struct Run<'d, 'h, H> {
     pub(crate) defn: &'d Definition,
     host: &'h mut H,
@@ -360,6 +369,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
     fn settle(&mut self, exe: &mut Execution) {
         if let (true, Some(id)) = (self.moved, self.active) {
             exe.active_path = Some(self.defn.node(id).full_path.clone());
+            exe.hints.active.store(id.0, Ordering::Relaxed);
         }
         self.moved = false;
     }
@@ -385,7 +395,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
         let r = if exe.root_path.is_empty() {
             self.defn.root
         } else {
-            node_at(self.defn, &exe.root_path)?
+            hinted(self.defn, &exe.root_path, &exe.hints.root)?
         };
         self.root = Some(r);
         Ok(r)
@@ -395,7 +405,10 @@ impl<'d, H: Host> Run<'d, '_, H> {
         if let Some(a) = self.active {
             return Ok(a);
         }
-        let a = active_node(self.defn, exe)?;
+        let path = exe.active_path.as_deref().ok_or_else(|| {
+            EngineError::Corrupt(format!("execution {} has no active state", exe.id))
+        })?;
+        let a = hinted(self.defn, path, &exe.hints.active)?;
         self.active = Some(a);
         Ok(a)
     }

@@ -5,6 +5,7 @@
 //! timer paths, exactly as harel addresses states.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -332,6 +333,20 @@ impl Definition {
 
     pub fn get(&self, path: &str) -> Option<NodeId> {
         self.index.get(path).copied()
+    }
+
+    /// [`Definition::get`], trying `hint` first (an arena index found earlier for this
+    /// path) and leaving the answer in it: one comparison of the path on a hit.
+    pub fn get_hinted(&self, path: &str, hint: &AtomicU32) -> Option<NodeId> {
+        let at = hint.load(Ordering::Relaxed);
+        if let Some(node) = self.nodes.get(at as usize) {
+            if node.full_path == path {
+                return Some(NodeId(at));
+            }
+        }
+        let id = self.get(path)?;
+        hint.store(id.0, Ordering::Relaxed);
+        Some(id)
     }
 
     /// The node at `path`; panics on an unknown path (callers hold paths the engine wrote).

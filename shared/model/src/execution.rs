@@ -3,6 +3,8 @@
 //! nothing lost. Fields harel does not know (written by a newer harel, or by a tool) are kept
 //! in `extra` and written back unchanged, after the known ones.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -217,6 +219,46 @@ pub struct Execution {
     pub expires_at: Option<f64>,
     #[serde(flatten)]
     pub extra: Object,
+    /// Where the engine last found `active_path` and `root_path` (not part of the document).
+    #[serde(skip)]
+    pub hints: NodeHints,
+}
+
+/// The arena indices at which the engine last found an execution's `active_path` and
+/// `root_path`, so the next step finds them with one string comparison instead of hashing
+/// the path into the Definition's index. A hint is only trusted after checking that the
+/// node there has that very path ([`crate::Definition::get_hinted`]): a stale hint, or one
+/// left by another Definition, costs the lookup it would have saved, never a wrong node.
+/// Not part of the document: serde skips it, every hint compares equal, a clone copies it.
+/// Atomics (relaxed: plain loads and stores) so an `&Execution` can still cross threads.
+#[derive(Debug)]
+pub struct NodeHints {
+    pub active: AtomicU32,
+    pub root: AtomicU32,
+}
+
+impl Default for NodeHints {
+    fn default() -> Self {
+        NodeHints {
+            active: AtomicU32::new(u32::MAX),
+            root: AtomicU32::new(u32::MAX),
+        }
+    }
+}
+
+impl Clone for NodeHints {
+    fn clone(&self) -> Self {
+        NodeHints {
+            active: AtomicU32::new(self.active.load(Ordering::Relaxed)),
+            root: AtomicU32::new(self.root.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+impl PartialEq for NodeHints {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 fn priority<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
@@ -262,6 +304,7 @@ impl Execution {
             finished_at: None,
             expires_at: None,
             extra: Object::new(),
+            hints: NodeHints::default(),
         }
     }
 

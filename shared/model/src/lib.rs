@@ -17,7 +17,8 @@ pub use definition::{
     Predicate, Scope, Selector, Timeout, Transition,
 };
 pub use execution::{
-    ChildState, Event, Execution, ExecutionPage, ExecutionSummary, FastHash, KeyMap, Object, Status,
+    ChildState, Event, Execution, ExecutionPage, ExecutionSummary, FastHash, KeyMap, NodeHints,
+    Object, Status,
 };
 pub use schema::{EventType, FieldSpec};
 /// The string type of ids, node paths and event kinds: cloning one never allocates.
