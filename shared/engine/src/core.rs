@@ -531,12 +531,12 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 context: passed,
             });
             if in_place {
-                match exe.children.replace_index(i, cid) {
-                    Ok(_) => {
+                match harel_model::replace_key(&mut exe.children, i, cid) {
+                    Ok(()) => {
                         let (_, state) = exe
                             .children
                             .get_index_mut(i)
-                            .expect("replace_index checked the index");
+                            .expect("replace_key checked the index");
                         state.root_path = c.full_path.clone();
                         state.key = c.full_path.clone();
                         state.finished = false;
@@ -546,7 +546,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                         state.extra.clear();
                         continue;
                     }
-                    Err((_, cid)) => {
+                    Err(cid) => {
                         // the key is a later entry's: drop the rest and build them afresh
                         exe.children.truncate(i);
                         in_place = false;
@@ -605,7 +605,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 return Ok(());
             }
             if !node.allow_history {
-                exe.history.shift_remove(node.full_path.as_str());
+                exe.history.remove(node.full_path.as_str());
             }
             let child = match exe.history.get(node.full_path.as_str()) {
                 Some(path) => Some(node_at(defn, path)?),
@@ -886,8 +886,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 self.run_hook(exe, active, CallKind::Exit, None).await?;
             }
             if let Some(parent) = node.parent.filter(|p| *p != root) {
-                exe.history
-                    .shift_remove(defn.node(parent).full_path.as_str());
+                exe.history.remove(defn.node(parent).full_path.as_str());
                 self.set_active(parent);
                 continue;
             }

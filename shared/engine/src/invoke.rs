@@ -182,7 +182,7 @@ impl<H: Host> Run<'_, '_, H> {
                 exe.invoke_seq.insert(path.clone(), seq + 1);
             }
         }
-        exe.children.shift_remove(expected.as_str());
+        exe.children.remove(expected.as_str());
         self.fire(exe, found, Some(&completion)).await?;
         self.drain(exe).await
     }

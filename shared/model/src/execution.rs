@@ -5,7 +5,6 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use smol_str::SmolStr;
@@ -13,17 +12,36 @@ use smol_str::SmolStr;
 /// A JSON object, in insertion order (Python dicts keep theirs).
 pub type Object = Map<String, Value>;
 
-/// The hasher of the engine's own string-keyed maps: foldhash (seeded per process), several
-/// times faster than std's SipHash on the short path and id keys the engine looks up on
-/// every step. Only the hashing changes: an `IndexMap` keeps insertion order whatever its
-/// hasher, so the JSON these maps serialize to is unchanged.
+/// The hasher of the engine's own hashed string-keyed maps (the Definition's path index):
+/// foldhash (seeded per process), several times faster than std's SipHash on short keys.
 pub type FastHash = foldhash::fast::RandomState;
 
-/// A string-keyed map in insertion order with the [`FastHash`] hasher (an Execution's
-/// `history`, `children` and `invoke_seq`). Keyed by [`SmolStr`]: the keys are node paths
-/// and child ids that live elsewhere too, so inserting one is a clone, never a copy; looked
-/// up with a `&str` (`Borrow<str>` hashes and compares as `str` does).
-pub type KeyMap<V> = IndexMap<SmolStr, V, FastHash>;
+/// A string-keyed map in insertion order, backed by a `Vec` (an Execution's `history`,
+/// `children` and `invoke_seq`, a schema's fields). These maps hold a handful of entries
+/// (one per composite, region or spawn site), where scanning the keys beats hashing one and
+/// a map costs one allocation instead of an index's two; a fan-out's children are bounded
+/// by the execution's size (a DynamoDB item is at most 400 KB), which keeps a scan cheap.
+/// Keyed by [`SmolStr`]: the keys are node paths and child ids that live elsewhere too, so
+/// inserting one is a clone, never a copy; looked up with a `&str`. Serialized as a JSON
+/// object in insertion order, as the `IndexMap` it replaced was.
+pub type KeyMap<V> = vecmap::VecMap<SmolStr, V>;
+
+/// Give the entry at `index` the key `key`, keeping its value and place (`IndexMap::
+/// replace_index`); `Err(key)` when another entry has that key already, or there is no
+/// entry at `index`, leaving the map unchanged.
+pub fn replace_key<V>(map: &mut KeyMap<V>, index: usize, key: SmolStr) -> Result<(), SmolStr> {
+    use vecmap::map::MutableKeys;
+    if map.get_index_of(key.as_str()).is_some_and(|at| at != index) {
+        return Err(key);
+    }
+    match map.get_index_mut2(index) {
+        Some((slot, _)) => {
+            *slot = key;
+            Ok(())
+        }
+        None => Err(key),
+    }
+}
 
 /// A fresh `uuid4().hex`, written straight into its string (one allocation, not two).
 fn new_id() -> SmolStr {

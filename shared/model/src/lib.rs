@@ -16,6 +16,7 @@ pub use definition::{
     ActionRef, Assign, Choice, Definition, EventFilter, Expr, FieldRef, Node, NodeId, NodeKind, Op,
     Predicate, Scope, Selector, Timeout, Transition,
 };
+pub use execution::replace_key;
 pub use execution::{
     ChildState, Event, Execution, ExecutionPage, ExecutionSummary, FastHash, KeyMap, NodeHints,
     Object, Status,
