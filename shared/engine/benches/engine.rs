@@ -186,13 +186,17 @@ impl<'d> Driver<'d> {
     /// Processes `event` for `exe_id`, or, for a domain event while regions are live,
     /// writes their ids to `live` and returns how many to broadcast to.
     fn step(&mut self, exe_id: &str, event: &Event, live: &mut Vec<SmolStr>) -> usize {
-        let exe = if self.root.id == exe_id {
-            &mut self.root
+        let at = if self.root.id == exe_id {
+            None
         } else {
-            match self.regions.iter_mut().find(|r| r.id == exe_id) {
-                Some(exe) => exe,
+            match self.regions.iter().position(|r| r.id == exe_id) {
+                Some(at) => Some(at),
                 None => return 0,
             }
+        };
+        let exe = match at {
+            None => &mut self.root,
+            Some(at) => &mut self.regions[at],
         };
         if !is_control(&event.kind) && exe.children.values().any(|c| !c.finished) {
             live.clear();
@@ -208,9 +212,9 @@ impl<'d> Driver<'d> {
         let fx = self.engine.process(self.defn, exe, event, &mut self.host);
         self.engine_allocs += allocations() - before;
         let id = exe.id.clone();
-        if exe.parent_id.is_some() && exe.status == Status::Done {
+        if let (Some(at), true) = (at, exe.status == Status::Done) {
             // a finished region has reported (its `Finished` is in `fx`): forget it
-            self.regions.retain(|r| r.id != exe_id);
+            self.regions.swap_remove(at);
         }
         self.handle(&id, fx);
         0
@@ -218,21 +222,23 @@ impl<'d> Driver<'d> {
 
     fn handle(&mut self, parent_id: &SmolStr, fx: StepEffects) {
         for spec in fx.spawns {
-            let mut child = Execution::with_ids(spec.child_id, SmolStr::from(&self.defn.id));
+            // built in its slot, not moved there after it starts
+            self.regions.push(Execution::with_ids(
+                spec.child_id,
+                SmolStr::from(&self.defn.id),
+            ));
+            let child = self.regions.last_mut().expect("just pushed");
             child.root_path = spec.root_path;
             child.context = spec.context;
             child.parent_id = Some(parent_id.clone());
             child.child_id = Some(child.id.clone());
             let before = allocations();
-            let child_fx = self.engine.start(self.defn, &mut child, &mut self.host);
+            let child_fx = self.engine.start(self.defn, child, &mut self.host);
             self.engine_allocs += allocations() - before;
-            // the region's id is needed again only as the parent of what it spawns
             if child_fx.spawns.is_empty() {
-                self.regions.push(child);
                 self.deliver_emits(child_fx.emits);
             } else {
                 let id = child.id.clone();
-                self.regions.push(child);
                 self.handle(&id, child_fx);
             }
         }
