@@ -65,7 +65,7 @@ print("in events per CPU-second of the measuring thread (/proc/thread-self/sched
 print("on a shared machine the wall clock also counts the time other processes held the core;")
 print("wall ratio = the same in events per wall-clock second.")
 print("Python runner = harel's DurableRunner over a DictStore (store commits, dedupe, relay), for context.")
-print("the fastest of 5 (Rust) / 3 (Python engine) runs. allocs/ev: Rust heap allocations per event")
+print("the fastest of 15 (Rust, the two engines taking turns) / 5 (Python engine) runs. allocs/ev: Rust heap allocations per event")
 print("inside the engine's start/process calls (+driver: with the bench driver's own).")
 print("goal: ratio >= 100x")
 PY

@@ -92,7 +92,7 @@ struct Driver<'d> {
     /// Recycled buffers for the snapshot of live regions a broadcast goes to (harel_bench.py
     /// builds a list of the same ids; reusing the lists keeps the driver's own allocations
     /// out of the way of the engine's).
-    spare: Vec<Vec<SmolStr>>,
+    spare: Vec<Vec<String>>,
 }
 
 /// Which of the crate's two compilations of the step rules a run drives.
@@ -185,7 +185,7 @@ impl<'d> Driver<'d> {
 
     /// Processes `event` for `exe_id`, or, for a domain event while regions are live,
     /// writes their ids to `live` and returns how many to broadcast to.
-    fn step(&mut self, exe_id: &str, event: &Event, live: &mut Vec<SmolStr>) -> usize {
+    fn step(&mut self, exe_id: &str, event: &Event, live: &mut Vec<String>) -> usize {
         let at = if self.root.id == exe_id {
             None
         } else {
@@ -199,24 +199,33 @@ impl<'d> Driver<'d> {
             Some(at) => &mut self.regions[at],
         };
         if !is_control(&event.kind) && exe.children.values().any(|c| !c.finished) {
-            live.clear();
-            live.extend(
-                exe.children
-                    .iter()
-                    .filter(|(_, cs)| !cs.finished)
-                    .map(|(id, _)| id.clone()),
-            );
-            return live.len();
+            // copied into the recycled buffers (a shared id's clone is an atomic count)
+            let mut n = 0;
+            for (id, _) in exe.children.iter().filter(|(_, cs)| !cs.finished) {
+                match live.get_mut(n) {
+                    Some(slot) => {
+                        slot.clear();
+                        slot.push_str(id);
+                    }
+                    None => live.push(id.to_string()),
+                }
+                n += 1;
+            }
+            return n;
         }
         let before = allocations();
         let fx = self.engine.process(self.defn, exe, event, &mut self.host);
         self.engine_allocs += allocations() - before;
-        let id = exe.id.clone();
+        // the id (an atomic count to bump) only when the step spawned regions to parent
+        let id = (!fx.spawns.is_empty()).then(|| exe.id.clone());
         if let (Some(at), true) = (at, exe.status == Status::Done) {
             // a finished region has reported (its `Finished` is in `fx`): forget it
             self.regions.swap_remove(at);
         }
-        self.handle(&id, fx);
+        match id {
+            Some(id) => self.handle(&id, fx),
+            None => self.deliver_emits(fx.emits),
+        }
         0
     }
 
@@ -343,7 +352,7 @@ fn check(machine: &str, exe: &Execution, events: usize) {
 }
 
 /// Measured runs per machine; the fastest is reported.
-const REPEATS: usize = 5;
+const REPEATS: usize = 15;
 
 fn main() {
     // `cargo bench` passes `--bench`; take only what is ours
@@ -374,20 +383,26 @@ fn main() {
         }
         let defn = harel_lang::load_str(work.source, None, work.machine)
             .unwrap_or_else(|e| panic!("the {} bench machine loads: {e}", work.machine));
+        // warm-up: caches, allocator pools
         for &engine in &engines {
-            report(&defn, &work, events, engine);
+            measure(&defn, &work, events / 10, engine);
+        }
+        // the best of many runs, the engines taking turns so they sample the same stretch of
+        // a shared machine's noise (which only ever slows a run down)
+        let mut runs: Vec<Vec<Run>> = engines.iter().map(|_| Vec::new()).collect();
+        for _ in 0..REPEATS {
+            for (i, &engine) in engines.iter().enumerate() {
+                runs[i].push(measure(&defn, &work, events, engine));
+            }
+        }
+        for (&engine, runs) in engines.iter().zip(&runs) {
+            report(&work, events, engine, runs);
         }
     }
 }
 
-/// Measures one engine on one machine and prints its RESULT line.
-fn report(defn: &Definition, work: &Workload, events: usize, engine: Engine) {
-    // warm-up: caches, allocator pools
-    measure(defn, work, events / 10, engine);
-    // the best of a few runs: a shared machine's noise only ever slows a run down
-    let runs: Vec<Run> = (0..REPEATS)
-        .map(|_| measure(defn, work, events, engine))
-        .collect();
+/// Prints one engine's best run on one machine, and its RESULT line.
+fn report(work: &Workload, events: usize, engine: Engine, runs: &[Run]) {
     let wall = runs
         .iter()
         .map(|r| r.wall_secs)

@@ -178,7 +178,7 @@ def _check(machine: str, exe: Execution, events: int) -> None:
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="harel_bench.py")
     p.add_argument("--events", type=int, default=30_000, help="events per measurement")
-    p.add_argument("--repeats", type=int, default=3, help="pure-engine runs; the fastest counts")
+    p.add_argument("--repeats", type=int, default=5, help="pure-engine runs; the fastest counts")
     p.add_argument("--only", choices=sorted(WORKLOADS), help="one machine")
     args = p.parse_args(argv)
     for machine in [args.only] if args.only else ["flat", "orthogonal"]:
