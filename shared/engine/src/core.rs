@@ -46,7 +46,7 @@ pub fn error_event(kind: &str, message: &str) -> Event {
     let mut data = Object::new();
     data.insert("type".into(), Value::String(kind.to_string()));
     data.insert("message".into(), Value::String(message.to_string()));
-    crate::ids::event("error").with_data(data)
+    crate::ids::event_with("error", data)
 }
 
 /// The `ttl` budget to (re)arm for `exe`: only a RUNNING root execution of a machine that
@@ -773,7 +773,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                         exe.context.insert(k.to_string(), v.clone());
                     }
                 }
-                self.fx.assigned.insert(k.to_string(), v);
+                self.fx.assigned.insert(k.into(), v);
             }
         }
         // entered levels, outermost-first: the depth-th ancestor of `target`, counting down
@@ -920,7 +920,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                     emit(
                         &mut self.fx,
                         Some(parent_id),
-                        crate::ids::event("Finished").with_data(data),
+                        crate::ids::event_with("Finished", data),
                     );
                 }
             }

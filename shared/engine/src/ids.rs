@@ -76,12 +76,17 @@ fn write_hex(out: &mut [u8], v: u64) {
 
 /// `Event::new(kind)` with an id from [`new_event_id`].
 pub fn event(kind: &str) -> harel_model::Event {
+    event_with(kind, harel_model::Object::new())
+}
+
+/// [`event`] carrying `data`, built in one go (a `Finished` per region, every join).
+pub fn event_with(kind: &str, data: harel_model::Object) -> harel_model::Event {
     harel_model::Event {
         id: new_event_id(),
         kind: SmolStr::new(kind),
         created_time: None,
         received_time: None,
-        data: harel_model::Object::new(),
+        data,
         extra: harel_model::Object::new(),
     }
 }

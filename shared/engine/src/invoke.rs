@@ -171,7 +171,7 @@ impl<H: Host> Run<'_, '_, H> {
         for (k, v) in &cs.result {
             data.insert(k.clone(), v.clone());
         }
-        let completion: Event = crate::ids::event("Returned").with_data(data);
+        let completion: Event = crate::ids::event_with("Returned", data);
         let found = self.resolve(exe, &event_pred(&completion, &exe.context), true)?;
         let Some(found) = found else {
             return Ok(());

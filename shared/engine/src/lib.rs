@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use harel_model::{ActionRef, Event, Node, Object, SmolStr};
+use harel_model::{ActionRef, Event, KeyMap, Node, Object, SmolStr};
 use serde_json::Value;
 
 pub mod blocking;
@@ -119,8 +119,10 @@ pub struct StepEffects {
     pub emits: Vec<(Option<SmolStr>, Event)>,
     pub timers: Vec<TimerOp>,
     pub spawns: Vec<ChildSpec>,
-    /// The context values `set` assignments wrote (the trace's `assigned`).
-    pub assigned: Object,
+    /// The context values `set` assignments wrote (the trace's `assigned`), in the order
+    /// first written, each key with its last value (a dict's `update`). A small map: a step
+    /// assigns a few keys or none, and an empty one costs a step nothing to carry.
+    pub assigned: KeyMap<Value>,
 }
 
 /// Why a step stopped. The execution is left exactly as harel leaves it at the raise.

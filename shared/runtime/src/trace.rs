@@ -1,6 +1,6 @@
 //! The execution timeline (harel `runtime._trace_step`): one step per commit, opt-in.
 
-use harel_model::{Event, Execution, Object};
+use harel_model::{Event, Execution, KeyMap, Object};
 use serde_json::{Number, Value};
 
 /// One trace step: what drove it, the transition, the actions run, what a `set` wrote
@@ -11,7 +11,7 @@ pub fn trace_step(
     exe: &Execution,
     actions: &[String],
     timestamp: f64,
-    assigned: &Object,
+    assigned: &KeyMap<Value>,
 ) -> Object {
     let mut step = Object::new();
     step.insert(
@@ -35,7 +35,8 @@ pub fn trace_step(
         Number::from_f64(timestamp).map_or(Value::Null, Value::Number),
     );
     if !assigned.is_empty() {
-        step.insert("assigned".into(), Value::Object(assigned.clone()));
+        let assigned = assigned.iter().map(|(k, v)| (k.to_string(), v.clone()));
+        step.insert("assigned".into(), Value::Object(assigned.collect()));
     }
     step
 }
