@@ -220,7 +220,8 @@ impl<'d> Driver<'d> {
         let id = (!fx.spawns.is_empty()).then(|| exe.id.clone());
         if let (Some(at), true) = (at, exe.status == Status::Done) {
             // a finished region has reported (its `Finished` is in `fx`): forget it
-            self.regions.swap_remove(at);
+            // dropped in place (swap_remove would move it out, and the last region in)
+            self.regions.drain(at..=at);
         }
         match id {
             Some(id) => self.handle(&id, fx),
@@ -255,9 +256,9 @@ impl<'d> Driver<'d> {
     }
 
     fn deliver_emits(&mut self, emits: Vec<(Option<SmolStr>, Event)>) {
-        for (to, event) in emits {
+        for (to, event) in &emits {
             if let Some(to) = to {
-                self.deliver(&to, &event);
+                self.deliver(to, event);
             }
         }
     }
