@@ -285,6 +285,25 @@ fn expose_region_results(exe: &mut Execution) {
 }
 
 /// A JSON string, or null (`Optional[str]` in a document's data).
+/// A region's `Finished` data so far, `{"child_id": .., "outcome": ..}`: cloned from a
+/// template and filled in place. Inserting the two keys into a fresh map would SipHash each
+/// (serde_json's maps use std's hasher); a clone copies the keys and the index as they are.
+fn finished_data(child_id: Value, outcome: Value) -> Object {
+    static TEMPLATE: std::sync::OnceLock<Object> = std::sync::OnceLock::new();
+    let mut data = TEMPLATE
+        .get_or_init(|| {
+            let mut t = Object::with_capacity(2);
+            t.insert("child_id".into(), Value::Null);
+            t.insert("outcome".into(), Value::Null);
+            t
+        })
+        .clone();
+    for (slot, value) in data.values_mut().zip([child_id, outcome]) {
+        *slot = value;
+    }
+    data
+}
+
 pub(crate) fn str_or_null(s: Option<&str>) -> Value {
     s.map_or(Value::Null, |s| Value::String(s.to_string()))
 }
@@ -898,9 +917,10 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 exe.status = Status::Done;
                 if let Some(parent_id) = exe.parent_id.clone() {
                     let carry = &defn.node(root).carry;
-                    let mut data = Object::with_capacity(3 + carry.len());
-                    data.insert("child_id".into(), str_or_null(exe.child_id.as_deref()));
-                    data.insert("outcome".into(), str_or_null(exe.outcome.as_deref()));
+                    let mut data = finished_data(
+                        str_or_null(exe.child_id.as_deref()),
+                        str_or_null(exe.outcome.as_deref()),
+                    );
                     for k in carry {
                         if let Some(v) = field(&exe.context, k) {
                             data.insert(k.clone(), v.clone());
