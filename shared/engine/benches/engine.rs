@@ -352,7 +352,7 @@ fn check(machine: &str, exe: &Execution, events: usize) {
     }
 }
 
-/// Measured runs per machine; the fastest is reported.
+/// Measured runs per engine and machine (`--repeats` overrides); the fastest is reported.
 const REPEATS: usize = 15;
 
 fn main() {
@@ -372,6 +372,12 @@ fn main() {
     };
     // `--only flat`: one machine; `--engine async`: one engine (for a profiler)
     let only = flag("--only");
+    let repeats = flag("--repeats").map_or(REPEATS, |n| {
+        n.parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .expect("--repeats takes a positive count")
+    });
     let engines = match flag("--engine").as_deref() {
         None => vec![Engine::Blocking, Engine::Async],
         Some("blocking") => vec![Engine::Blocking],
@@ -391,7 +397,7 @@ fn main() {
         // the best of many runs, the engines taking turns so they sample the same stretch of
         // a shared machine's noise (which only ever slows a run down)
         let mut runs: Vec<Vec<Run>> = engines.iter().map(|_| Vec::new()).collect();
-        for _ in 0..REPEATS {
+        for _ in 0..repeats {
             for (i, &engine) in engines.iter().enumerate() {
                 runs[i].push(measure(&defn, &work, events, engine));
             }
@@ -404,6 +410,7 @@ fn main() {
 
 /// Prints one engine's best run on one machine, and its RESULT line.
 fn report(work: &Workload, events: usize, engine: Engine, runs: &[Run]) {
+    let n = runs.len();
     let wall = runs
         .iter()
         .map(|r| r.wall_secs)
@@ -415,7 +422,7 @@ fn report(work: &Workload, events: usize, engine: Engine, runs: &[Run]) {
     // the same work every run: the allocation counts agree
     let (engine_allocs, allocs) = (runs[0].engine_allocs, runs[0].allocs);
     eprintln!(
-            "{:<11} {:<11} {:>9} events in {:.3}s wall, {:.3}s CPU (best of {REPEATS}): {:>12.0} events/CPU-s, \
+            "{:<11} {:<11} {:>9} events in {:.3}s wall, {:.3}s CPU (best of {n}): {:>12.0} events/CPU-s, \
              {:.1} allocations/event in the engine ({:.1} with the bench driver's)",
             engine.name(),
             work.machine,

@@ -180,9 +180,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--events", type=int, default=30_000, help="events per measurement")
     p.add_argument("--repeats", type=int, default=5, help="pure-engine runs; the fastest counts")
     p.add_argument("--only", choices=sorted(WORKLOADS), help="one machine")
+    p.add_argument("--engine-only", action="store_true", help="skip the DurableRunner measurement")
     args = p.parse_args(argv)
+    sides = [("engine", bench_engine, args.repeats)]
+    if not args.engine_only:
+        sides.append(("runner", bench_runner, 1))
     for machine in [args.only] if args.only else ["flat", "orthogonal"]:
-        for side, fn, repeats in (("engine", bench_engine, args.repeats), ("runner", bench_runner, 1)):
+        for side, fn, repeats in sides:
             # a small warm-up run (imports, caches), then the best of the measured ones: a
             # shared machine's noise only ever slows a run down
             fn(machine, 300)
