@@ -1,7 +1,7 @@
 //! The step rules (harel `engine/core.py`): entering and leaving states, draining automatic
 //! transitions, orthogonal forks and joins, timers, `ttl`, and the control events.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 
 use harel_model::pyrepr::{py_float_repr, py_repr, py_str, py_type_name};
 use harel_model::schema::with_defaults;
@@ -15,9 +15,9 @@ use super::{step_mode, Host};
 use crate::expr::evaluate;
 use crate::guard::{field, Scopes};
 use crate::resolve::{
-    auto_pred, choice_branch, choice_index, event_pred, is_active, is_deferred,
-    is_valid_reposition_target, node_at, resolve_at, resolve_automatic, resolve_between,
-    safe_teardown, Automatic, Found,
+    active_node, auto_pred, choice_branch, choice_index, event_pred, is_active, is_deferred,
+    is_valid_reposition_target, node_at, node_at_hinted, resolve_at, resolve_automatic,
+    resolve_between, safe_teardown, Automatic, Found,
 };
 use crate::{ActionCall, CallKind, ChildSpec, EngineError, StepEffects, TimerOp};
 
@@ -327,13 +327,6 @@ fn context_delay(context: &Object, key: &str) -> Result<f64, EngineError> {
     }
 }
 
-/// [`node_at`] through the execution's hint for that path.
-fn hinted(defn: &Definition, path: &str, hint: &AtomicU32) -> Result<NodeId, EngineError> {
-    defn.get_hinted(path, hint).ok_or_else(|| {
-        EngineError::Corrupt(format!("no state {path:?} in definition {:?}", defn.id))
-    })
-}
-
 pub(crate) struct Run<'d, 'h, H> {
     pub(crate) defn: &'d Definition,
     host: &'h mut H,
@@ -414,7 +407,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
         let r = if exe.root_path.is_empty() {
             self.defn.root
         } else {
-            hinted(self.defn, &exe.root_path, &exe.hints.root)?
+            node_at_hinted(self.defn, &exe.root_path, &exe.hints.root)?
         };
         self.root = Some(r);
         Ok(r)
@@ -424,10 +417,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
         if let Some(a) = self.active {
             return Ok(a);
         }
-        let path = exe.active_path.as_deref().ok_or_else(|| {
-            EngineError::Corrupt(format!("execution {} has no active state", exe.id))
-        })?;
-        let a = hinted(self.defn, path, &exe.hints.active)?;
+        let a = active_node(self.defn, exe)?;
         self.active = Some(a);
         Ok(a)
     }

@@ -2,6 +2,8 @@
 //! and automatic predicates, `choose` branch selection) and the read-only questions a driver
 //! asks about an execution (`has_error_handler`, `has_cancel_handler`, `_is_active`, ...).
 
+use std::sync::atomic::AtomicU32;
+
 use harel_model::{Definition, Event, Execution, NodeId, NodeKind, Object, Status, Transition};
 
 use crate::guard::{eval, matches, Scopes};
@@ -20,10 +22,22 @@ impl Found {
     }
 }
 
+fn no_state(defn: &Definition, path: &str) -> EngineError {
+    EngineError::Corrupt(format!("no state {path:?} in definition {:?}", defn.id))
+}
+
 pub(crate) fn node_at(defn: &Definition, path: &str) -> Result<NodeId, EngineError> {
-    defn.get(path).ok_or_else(|| {
-        EngineError::Corrupt(format!("no state {path:?} in definition {:?}", defn.id))
-    })
+    defn.get(path).ok_or_else(|| no_state(defn, path))
+}
+
+/// [`node_at`] through one of the execution's [`harel_model::NodeHints`].
+pub(crate) fn node_at_hinted(
+    defn: &Definition,
+    path: &str,
+    hint: &AtomicU32,
+) -> Result<NodeId, EngineError> {
+    defn.get_hinted(path, hint)
+        .ok_or_else(|| no_state(defn, path))
 }
 
 pub(crate) fn active_node(defn: &Definition, exe: &Execution) -> Result<NodeId, EngineError> {
@@ -31,7 +45,7 @@ pub(crate) fn active_node(defn: &Definition, exe: &Execution) -> Result<NodeId, 
         .active_path
         .as_deref()
         .ok_or_else(|| EngineError::Corrupt(format!("execution {} has no active state", exe.id)))?;
-    node_at(defn, path)
+    node_at_hinted(defn, path, &exe.hints.active)
 }
 
 fn find_in<P: Fn(&Transition) -> bool>(
