@@ -284,7 +284,6 @@ fn expose_region_results(exe: &mut Execution) {
     }
 }
 
-/// A JSON string, or null (`Optional[str]` in a document's data).
 /// A region's `Finished` data so far, `{"child_id": .., "outcome": ..}`: cloned from a
 /// template and filled in place. Inserting the two keys into a fresh map would SipHash each
 /// (serde_json's maps use std's hasher); a clone copies the keys and the index as they are.
@@ -304,6 +303,7 @@ fn finished_data(child_id: Value, outcome: Value) -> Object {
     data
 }
 
+/// A JSON string, or null (`Optional[str]` in a document's data).
 pub(crate) fn str_or_null(s: Option<&str>) -> Value {
     s.map_or(Value::Null, |s| Value::String(s.to_string()))
 }
