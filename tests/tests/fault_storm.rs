@@ -3,7 +3,9 @@
 //! sends, kills invocations at the commit, the sends, the child creates and the timer
 //! publishes, duplicates deliveries and runs two workers on one group; then every invariant.
 //! Run under `scripts/with-moto.sh` (`scripts/test.sh`); `scripts/storm.sh N SEED` runs a
-//! long one. `HAREL_STORM_SEED` fixes the seed, `HAREL_STORM_EXECUTIONS` the size.
+//! long one. `HAREL_STORM_SEED` fixes the seed, `HAREL_STORM_EXECUTIONS` the size; without
+//! it, the seed is the day's in a fixed rotation (`ROTATION`), so a red run names a seed that
+//! reproduces it and the same commit meets the same storms.
 
 use harel_tests::fault::{self, StormConfig};
 
@@ -40,6 +42,28 @@ async fn reset_moto() {
     assert!(answer.starts_with("HTTP/1.1 200"), "moto reset: {answer}");
 }
 
+/// The seeds the suite's storm takes in turn, one a day (UTC): each has run green at least
+/// once with the change that added it. The first is the seed of the only double count a
+/// storm ever reported (before the conditional dedupe mark and the harness fix in
+/// `fault::connector::send`).
+const ROTATION: [u64; 8] = [
+    12791042257940025460,
+    1,
+    2718281828,
+    3141592653,
+    4_000_000_007,
+    0x5eed_5eed_5eed_5eed,
+    9_007_199_254_740_993,
+    17_446_744_073_709_551_557,
+];
+
+fn rotation_seed() -> u64 {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400);
+    ROTATION[(days % ROTATION.len() as u64) as usize]
+}
+
 fn require_moto() {
     assert!(
         std::env::var("AWS_ENDPOINT_URL").is_ok(),
@@ -63,7 +87,7 @@ async fn a_calm_run_matches_the_reference() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_storm_loses_nothing_and_applies_nothing_twice() {
     require_moto();
-    let seed = env_number("HAREL_STORM_SEED").unwrap_or_else(|| fastrand::u64(..));
+    let seed = env_number("HAREL_STORM_SEED").unwrap_or_else(rotation_seed);
     let executions = env_number("HAREL_STORM_EXECUTIONS").unwrap_or(24) as usize;
     // a long storm runs in rounds of fresh tables, each with its own seed (seed + round)
     let round = env_number("HAREL_STORM_ROUND").unwrap_or(150).max(1) as usize;
@@ -109,5 +133,30 @@ async fn the_storm_loses_nothing_and_applies_nothing_twice() {
     assert!(
         report.faults.values().sum::<usize>() > 0,
         "the storm injected nothing: {report}"
+    );
+}
+
+/// The torn read DynamoDB's BatchGetItem can return (the Execution after a commit, the dedupe
+/// mark from before it), injected on every load, with the storm's crashes, duplicates and
+/// concurrent workers to bring processed events back: every one of them is refused by the
+/// commit's mark condition, and nothing is applied twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn torn_reads_are_refused_by_the_dedupe_mark() {
+    require_moto();
+    let seed = env_number("HAREL_STORM_SEED").unwrap_or(ROTATION[0]);
+    let mut config = fault::StormConfig::stormy(seed, 12);
+    config.rates.torn_read = 1.0;
+    let report = fault::run(config).await.expect("the storm completes");
+    eprintln!("{report}");
+    assert!(report.violations.is_empty(), "{report}");
+    let torn = report
+        .faults
+        .get(&fault::FaultKind::TornRead)
+        .copied()
+        .unwrap_or(0);
+    assert!(torn > 0, "no read was torn: {report}");
+    assert!(
+        report.duplicates_absorbed > 0,
+        "no torn read reached a commit: {report}"
     );
 }

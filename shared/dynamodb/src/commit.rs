@@ -2,6 +2,12 @@
 //! outbox, spawns, processed mark, timers and the trace ring, exactly as harel lays them
 //! out; the size limits checked before anything is sent; the outcome decided from the
 //! cancellation reasons.
+//!
+//! The processed mark is written only if absent: the dedupe decision is taken by the
+//! transaction, not by the read before it. A `BatchGetItem` is read-committed item by item,
+//! so a worker can read the Execution after another writer's transaction and the mark from
+//! before it; its CAS then matches and, with harel's unconditional mark, the event would be
+//! applied twice. A mark that exists cancels the commit, and the reasons say so.
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -13,6 +19,7 @@ use harel_model::pyjson::json_dumps;
 use harel_model::Execution;
 use harel_store::{Commit, StoreError, TimerOp};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::codec::{self, item_size, n_float, n_int, s, Item};
 use crate::errors;
@@ -37,6 +44,12 @@ pub struct Plan {
     pub seq_items: std::ops::Range<usize>,
     /// Index of the trace Put in `items`, if any.
     pub trace_item: Option<usize>,
+    /// Index of the processed mark's Put in `items`, if the commit carries one.
+    pub mark_item: Option<usize>,
+    /// `ClientRequestToken`: the same for the same write, so a request the SDK sends again
+    /// after a lost answer is acknowledged by DynamoDB as the success it was (for 10
+    /// minutes) instead of failing its own conditions.
+    pub token: String,
     /// The trace idx the Execution item now records (written or carried).
     pub trace_idx: Option<u64>,
 }
@@ -186,14 +199,16 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         ));
     }
     let seq_items = 1..puts.len();
+    let mut mark_item = None;
     if let Some(event_id) = &commit.processed_event_id {
         let mut item = Item::new();
         item.insert("execution_id".into(), s(exe.id.as_str()));
         item.insert("event_id".into(), s(event_id.as_str()));
         let size = item_size(&item);
+        mark_item = Some(puts.len());
         puts.push((
             TransactWriteItem::builder()
-                .put(put(tables.processed(), item))
+                .put(put_absent(tables.processed(), item, "event_id"))
                 .build(),
             size,
         ));
@@ -286,13 +301,57 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
             exe.id
         )));
     }
+    let token = request_token(&bumped, commit, outbox_base, spawn_base, trace_idx);
     Ok(Plan {
         items: puts.into_iter().map(|(item, _)| item).collect(),
         outbox_seqs,
         seq_items,
         trace_item,
+        mark_item,
+        token,
         trace_idx,
     })
+}
+
+/// The commit's `ClientRequestToken` (at most 36 characters): a digest of the execution id,
+/// the version it moves to, the event it processes and everything else that varies between
+/// two writes (the document, the seqs, the trace idx). The SDK's own retries re-send the
+/// same token; a different write of the same execution and version (another worker, a
+/// re-laid-out attempt) gets another token, so DynamoDB never answers it with
+/// `IdempotentParameterMismatch` where the version check or the mark should speak.
+pub fn request_token(
+    bumped: &Execution,
+    commit: &Commit,
+    outbox_base: u64,
+    spawn_base: u64,
+    trace_idx: Option<u64>,
+) -> String {
+    let mut digest = Sha256::new();
+    for part in [
+        bumped.id.as_bytes(),
+        &bumped.version.to_be_bytes(),
+        commit
+            .processed_event_id
+            .as_deref()
+            .unwrap_or("")
+            .as_bytes(),
+        &outbox_base.to_be_bytes(),
+        &spawn_base.to_be_bytes(),
+        &trace_idx.map_or(u64::MAX, |i| i).to_be_bytes(),
+    ] {
+        digest.update((part.len() as u64).to_be_bytes());
+        digest.update(part);
+    }
+    digest.update(bumped.to_json().as_bytes());
+    digest.update(format!("{:?}", commit.timers).as_bytes());
+    // "harel-" and 120 bits: DynamoDB's 36 characters
+    let hex: String = digest
+        .finalize()
+        .iter()
+        .take(15)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("harel-{hex}")
 }
 
 /// The timer ops with only the last one per path: their sequential effect (a re-entered
@@ -319,6 +378,9 @@ pub enum Outcome {
     /// The CAS failed: `found` is the stored version when the reasons carried it (ALL_OLD),
     /// `None` inside means "absent", and an outer `None` means "read it back".
     Conflict(Option<Option<u64>>),
+    /// The processed mark exists: another writer committed this event (whatever the
+    /// version check said).
+    AlreadyProcessed,
     /// An outbox/spawn Put met an existing seq: retry with fresh seqs.
     SeqCollision,
     /// The trace Put met an existing idx: re-read the max and retry.
@@ -351,6 +413,14 @@ fn from_reasons(plan: &Plan, reasons: &[CancellationReason]) -> Outcome {
     if reasons.is_empty() {
         // nothing to decide from: the caller reads the stored version back
         return Outcome::Conflict(None);
+    }
+    // first: a present mark means the event is done, even when the version moved too (the
+    // writer that set the mark moved it); acknowledging beats a reload and a retry
+    if plan
+        .mark_item
+        .is_some_and(|i| code(i) == "ConditionalCheckFailed")
+    {
+        return Outcome::AlreadyProcessed;
     }
     if code(0) == "ConditionalCheckFailed" {
         // ALL_OLD returns the stored item when there is one; without it, read the version back
@@ -408,5 +478,6 @@ pub fn request(
     client
         .transact_write_items()
         .set_transact_items(Some(plan.items.clone()))
+        .client_request_token(plan.token.clone())
         .return_consumed_capacity(ReturnConsumedCapacity::Total)
 }

@@ -8,7 +8,11 @@ use harel_store::StoreError;
 use crate::codec::CodecError;
 
 /// Error codes DynamoDB documents as transient: retry with backoff.
-pub const RETRYABLE_CODES: [&str; 9] = [
+///
+/// `IdempotentParameterMismatchException` too: a commit's `ClientRequestToken` reused by a
+/// different request within DynamoDB's 10 minutes. The tokens digest the whole write, so it
+/// takes two byte-identical writes; reloading and deciding again is the safe answer.
+pub const RETRYABLE_CODES: [&str; 10] = [
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",
@@ -18,6 +22,7 @@ pub const RETRYABLE_CODES: [&str; 9] = [
     "TransactionInProgressException",
     "LimitExceededException",
     "ReplicatedWriteConflictException",
+    "IdempotentParameterMismatchException",
 ];
 
 /// Cancellation reason codes of a `TransactionCanceledException` that are transient.

@@ -51,6 +51,17 @@ pub enum DynamoDbStoreError {
     },
 }
 
+fn already_processed(exe: &Execution, commit: &Commit) -> StoreError {
+    StoreError::AlreadyProcessed {
+        execution_id: exe.id.to_string(),
+        event_id: commit
+            .processed_event_id
+            .as_deref()
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
 /// A durable `ExecutionStore` over DynamoDB, compatible with harel's `DynamoDBStore`.
 pub struct DynamoDbStore {
     client: Client,
@@ -289,6 +300,26 @@ impl DynamoDbStore {
             .map(|item| get_u64(item, "version"))
             .transpose()
             .map_err(|e| errors::corrupt(&self.tables.executions(), e))
+    }
+
+    /// Whether the mark is there, read strongly consistent whatever `consistent_reads` says
+    /// (it decides between a conflict and a duplicate).
+    async fn processed_consistently(
+        &self,
+        execution_id: &str,
+        event_id: &str,
+    ) -> StoreResult<bool> {
+        let resp = self
+            .client
+            .get_item()
+            .table_name(self.tables.processed())
+            .key("execution_id", s(execution_id))
+            .key("event_id", s(event_id))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", &e))?;
+        Ok(resp.item().is_some())
     }
 
     /// Parse an executions item (`data`, and the trace idx we keep beside it).
@@ -559,10 +590,22 @@ impl ExecutionStore for DynamoDbStore {
                     }
                     return Ok(plan.outbox_seqs);
                 }
+                Outcome::AlreadyProcessed => {
+                    return Err(already_processed(exe, &commit));
+                }
                 Outcome::Conflict(found) => {
                     let found = match found {
                         Some(found) => found,
-                        None => self.stored_version(&exe.id).await?,
+                        None => {
+                            // no reasons to tell the mark's condition from the version's
+                            // (an older emulator's bare ConditionalCheckFailedException)
+                            if let Some(event_id) = &commit.processed_event_id {
+                                if self.processed_consistently(&exe.id, event_id).await? {
+                                    return Err(already_processed(exe, &commit));
+                                }
+                            }
+                            self.stored_version(&exe.id).await?
+                        }
                     };
                     self.forget_trace(&exe.id);
                     return Err(StoreError::Conflict {

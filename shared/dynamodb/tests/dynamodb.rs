@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use common::faults::{faulty_client, Fault};
+use common::faults::{faulty_client, retrying_faulty_client, Fault};
 use harel_dynamodb::DynamoDbStore;
 use harel_model::{Event, Execution, Object};
 use harel_store::{Commit, ExecutionStore, ListQuery, Spawn, StoreError, TimerOp};
@@ -294,6 +294,186 @@ async fn cancellations_other_than_the_version_check_are_never_conflicts() {
     assert_eq!(outbox.iter().map(|o| o.seq).collect::<Vec<_>>(), seqs);
 }
 
+/// The dedupe mark is conditioned in the commit: each cancellation reason a commit carrying
+/// one can meet, as DynamoDB reports them (items: the Execution, then the mark).
+#[tokio::test]
+async fn the_marks_condition_tells_a_duplicate_from_a_conflict() {
+    let (client, faults) = faulty_client().await;
+    let store = common::store_on(client, 200).await;
+    let mut exe = new_exe("dup");
+    store
+        .commit(&mut exe, Commit::default())
+        .await
+        .expect("insert");
+    let mark = |event: &str| Commit {
+        processed_event_id: Some(event.into()),
+        ..Commit::default()
+    };
+    let cases: Vec<(Fault, &str)> = vec![
+        // the mark exists: another writer committed the event after our read
+        (
+            Fault::cancelled(&["None", "ConditionalCheckFailed"]),
+            "duplicate",
+        ),
+        // both: the writer that set the mark moved the version; still a duplicate
+        (
+            Fault::cancelled(&["ConditionalCheckFailed", "ConditionalCheckFailed"]),
+            "duplicate",
+        ),
+        (
+            Fault::cancelled(&["ConditionalCheckFailed", "None"]),
+            "conflict",
+        ),
+        (Fault::cancelled(&["None", "ThrottlingError"]), "retryable"),
+        (
+            Fault::cancelled(&["TransactionConflict", "None"]),
+            "retryable",
+        ),
+    ];
+    for (fault, want) in cases {
+        let what = fault.body.clone();
+        faults.push(fault);
+        let r = store.commit(&mut exe, mark("ev")).await;
+        match (want, &r) {
+            (
+                "duplicate",
+                Err(StoreError::AlreadyProcessed {
+                    execution_id,
+                    event_id,
+                }),
+            ) if execution_id == "dup" && event_id == "ev" => {}
+            ("conflict", Err(StoreError::Conflict { expected: 1, .. }))
+            | ("retryable", Err(StoreError::Retryable(_))) => {}
+            _ => panic!("{what}: expected {want}, got {r:?}"),
+        }
+        assert_eq!(exe.version, 1, "{what}: nothing bumped");
+    }
+    assert_eq!(faults.pending(), 0);
+    assert!(!store.is_processed("dup", "ev").await.expect("read"));
+
+    // for real on moto: the event committed once, then again on the version it moved to (a
+    // worker whose read saw the new Execution and the old, absent, mark)
+    store.commit(&mut exe, mark("ev")).await.expect("first");
+    let mut torn = store.load("dup").await.expect("load").expect("present");
+    let r = store.commit(&mut torn, mark("ev")).await;
+    assert!(
+        matches!(r, Err(StoreError::AlreadyProcessed { .. })),
+        "a torn read's commit is refused by the mark: {r:?}"
+    );
+    assert_eq!(
+        store
+            .load("dup")
+            .await
+            .expect("load")
+            .expect("present")
+            .version,
+        2,
+        "applied once"
+    );
+
+    // an older emulator's bare exception carries no reasons: the mark is read to decide
+    faults.push(Fault::error(
+        "TransactWriteItems",
+        "ConditionalCheckFailedException",
+    ));
+    let r = store.commit(&mut torn, mark("ev")).await;
+    assert!(
+        matches!(r, Err(StoreError::AlreadyProcessed { .. })),
+        "{r:?}"
+    );
+    faults.push(Fault::error(
+        "TransactWriteItems",
+        "ConditionalCheckFailedException",
+    ));
+    let r = store.commit(&mut torn, mark("ev-2")).await;
+    assert!(
+        matches!(r, Err(StoreError::Conflict { found: Some(2), .. })),
+        "mark absent: the version check failed: {r:?}"
+    );
+}
+
+/// A commit whose answer is lost is sent again by the SDK with the same ClientRequestToken;
+/// DynamoDB answers such a resend as the success it was (moto ignores the token, so the
+/// connector plays DynamoDB's part: it answers a token it saw applied).
+#[tokio::test]
+async fn a_lost_commit_answer_is_a_success_through_the_client_request_token() {
+    let (client, faults) = retrying_faulty_client().await;
+    let store = common::store_on(client, 200).await;
+    let mut exe = new_exe("token");
+    store
+        .commit(&mut exe, Commit::default())
+        .await
+        .expect("insert");
+    let step = || Commit {
+        emits: vec![(Some("token".into()), Event::new("E"))],
+        processed_event_id: Some("ev".into()),
+        ..Commit::default()
+    };
+
+    // on moto alone: the resend meets its own first write (the mark exists now)
+    faults.push(Fault::answer_lost("TransactWriteItems"));
+    let mut first = exe.clone();
+    let r = store.commit(&mut first, step()).await;
+    assert!(
+        matches!(r, Err(StoreError::AlreadyProcessed { .. })),
+        "moto ignores the token: the resend is refused by the mark: {r:?}"
+    );
+    let tokens = faults.tokens();
+    assert_eq!(
+        tokens.len(),
+        3,
+        "insert, the lost one, its resend: {tokens:?}"
+    );
+    assert_eq!(tokens[1], tokens[2], "the SDK re-sends the same token");
+    assert!(
+        tokens[1].len() <= 36 && tokens[1] != tokens[0],
+        "{tokens:?}"
+    );
+
+    // as DynamoDB answers it: the commit succeeds, applied once
+    faults.emulate_dynamodb_tokens();
+    let mut exe = store.load("token").await.expect("load").expect("present");
+    let step2 = || Commit {
+        emits: vec![(Some("token".into()), Event::new("F"))],
+        processed_event_id: Some("ev-2".into()),
+        ..Commit::default()
+    };
+    faults.push(Fault::answer_lost("TransactWriteItems"));
+    let seqs = store
+        .commit(&mut exe, step2())
+        .await
+        .expect("the resend is answered as the success it was");
+    assert_eq!(exe.version, 3);
+    assert_eq!(seqs.len(), 1);
+    let tokens = faults.tokens();
+    assert_eq!(tokens[tokens.len() - 1], tokens[tokens.len() - 2]);
+    let stored = store.load("token").await.expect("load").expect("present");
+    assert_eq!(stored.version, 3, "applied once");
+    let kinds: Vec<String> = store
+        .pending_outbox()
+        .await
+        .expect("outbox")
+        .into_iter()
+        .map(|o| o.event.kind.to_string())
+        .collect();
+    assert_eq!(kinds, ["E", "F"], "one entry per step");
+    // the same write laid out again (same version, same event, same document) gets the same
+    // token; another write of that version does not
+    let again = harel_dynamodb::commit::request_token(&stored, &step2(), 7, 0, None);
+    assert_eq!(
+        again,
+        harel_dynamodb::commit::request_token(&stored, &step2(), 7, 0, None)
+    );
+    assert_ne!(
+        again,
+        harel_dynamodb::commit::request_token(&stored, &step(), 7, 0, None)
+    );
+    assert_ne!(
+        again,
+        harel_dynamodb::commit::request_token(&stored, &step2(), 8, 0, None)
+    );
+}
+
 #[tokio::test]
 async fn a_backlog_larger_than_one_scan_page_drains_in_seq_order() {
     let store = common::store(200).await;
@@ -472,6 +652,7 @@ async fn keys_left_unprocessed_by_batch_get_are_asked_again() {
         operation: "BatchGetItem",
         status: 200,
         body: body.to_string(),
+        after_sending: false,
     });
     let (loaded, done) = store
         .load_for_event("unproc", "ev")

@@ -104,6 +104,9 @@ pub const RECORDS_FAILED: Metric = count("RecordsFailed");
 pub const COMMITS: Metric = count("Commits");
 /// Steps refused because the execution changed meanwhile (the record is retried).
 pub const CONFLICTS: Metric = count("Conflicts");
+/// Steps whose commit found the event's dedupe mark written by another writer since the
+/// read (the conditional mark refused a second application; the record is acknowledged).
+pub const DUPLICATES: Metric = count("Duplicates");
 /// Records SQS delivered more than once (`ApproximateReceiveCount` > 1).
 pub const REDELIVERIES: Metric = count("Redeliveries");
 /// Executions a step left FAILED (an action error with no `on error`).
@@ -394,6 +397,7 @@ pub fn worker_metrics(
         RECORDS_FAILED,
         COMMITS,
         CONFLICTS,
+        DUPLICATES,
         REDELIVERIES,
         FAILED_EXECUTIONS,
         DLQ_MOVES,
@@ -423,6 +427,9 @@ pub fn worker_metrics(
         }
         if observed.failed_execution {
             metrics.count(machine, FAILED_EXECUTIONS, 1);
+        }
+        if observed.duplicate {
+            metrics.count(machine, DUPLICATES, 1);
         }
         if let Some(lag) = observed.timer_lag_ms {
             metrics.time(machine, TIMER_LAG, lag);

@@ -28,6 +28,9 @@ pub const CONTROL_EVENTS: [&str; 6] = [
     "Start", "Reset", "Cancel", "SetState", "Finished", "Timeout",
 ];
 
+/// The skip reason of an event whose commit found its dedupe mark (see `Observed::duplicate`).
+pub const ALREADY_PROCESSED_AT_COMMIT: &str = "event already processed (found by the commit)";
+
 /// One SQS record, as the worker needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
@@ -151,6 +154,9 @@ pub struct Observed {
     pub machine: Option<String>,
     pub event_kind: Option<String>,
     pub commits: usize,
+    /// The step's commit found the event's dedupe mark already written (another writer
+    /// applied it after this one's read): acknowledged, nothing applied twice.
+    pub duplicate: bool,
     pub failed_execution: bool,
     /// A `Timeout`: its processing time less its due time (`fire_at`), in milliseconds.
     pub timer_lag_ms: Option<f64>,
@@ -505,6 +511,12 @@ where
                 reason: reason.to_string(),
             })
         };
+        // the read said "not processed" but the commit's mark condition says otherwise
+        let duplicate = || {
+            tracing::info!("the event was committed by another writer since the read: acknowledged, not applied again");
+            observer.with(|o| o.duplicate = true);
+            skip(ALREADY_PROCESSED_AT_COMMIT)
+        };
         let Some(mut exe) = exe else {
             return skip("no such execution");
         };
@@ -553,7 +565,10 @@ where
                 }
             }
             if !live.is_empty() {
-                let handled = self.broadcast(&mut exe, &event, live).await?;
+                let handled = match self.broadcast(&mut exe, &event, live).await {
+                    Err(RecordError::Store(e)) if e.is_already_processed() => return duplicate(),
+                    handled => handled?,
+                };
                 observer.with(|o| o.commits += 1);
                 return Ok(handled);
             }
@@ -562,6 +577,7 @@ where
         let before = (exe.status, exe.active_path.clone());
         let stepped = match self.driver.step(&self.store, &mut exe, Some(&event)).await {
             Ok(s) => s,
+            Err(DriveError::Store(e)) if e.is_already_processed() => return duplicate(),
             // the step would pass DynamoDB's item or transaction limits: so would every retry
             // (nothing was written); retried, it would reach the DLQ by SQS's redrive only,
             // without the reason

@@ -339,8 +339,7 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
                 if let Some(target_id) = &entry.target_id {
                     if let Some(mut target) = self.store.load(target_id).await? {
                         if !self.store.is_processed(&target.id, &entry.event.id).await? {
-                            self.run_step(&mut target, StepKind::Event(&entry.event))
-                                .await?;
+                            self.apply_event(&mut target, &entry.event).await?;
                         }
                     }
                 }
@@ -357,7 +356,7 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
     ) -> Result<(), RuntimeError> {
         if let Some(mut target) = self.store.load(execution_id).await? {
             if !self.store.is_processed(&target.id, &event.id).await? {
-                self.run_step(&mut target, StepKind::Event(event)).await?;
+                self.apply_event(&mut target, event).await?;
                 self.flush().await?;
             }
         }
@@ -400,14 +399,34 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
         if broadcast {
             for mut target in live {
                 if !self.store.is_processed(&target.id, &event.id).await? {
-                    self.run_step(&mut target, StepKind::Event(event)).await?;
+                    self.apply_event(&mut target, event).await?;
                 }
             }
             self.rearm_ttl(exe, event).await?;
         } else if !self.store.is_processed(&exe.id, &event.id).await? {
-            self.run_step(exe, StepKind::Event(event)).await?;
+            self.apply_event(exe, event).await?;
         }
         self.flush().await
+    }
+
+    /// `run_step` for an event the caller found unprocessed. If another writer committed it
+    /// meanwhile, the commit's mark condition refuses this one (nothing written): that is
+    /// the event done, and `exe`, advanced in memory only, is reloaded.
+    async fn apply_event(&self, exe: &mut Execution, event: &Event) -> Result<(), RuntimeError> {
+        match self.run_step(exe, StepKind::Event(event)).await {
+            Ok(_) => Ok(()),
+            Err(RuntimeError::Store(e)) if e.is_already_processed() => self.reload(exe).await,
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn reload(&self, exe: &mut Execution) -> Result<(), RuntimeError> {
+        *exe = self
+            .store
+            .load(&exe.id)
+            .await?
+            .ok_or_else(|| RuntimeError::NotFound(exe.id.to_string()))?;
+        Ok(())
     }
 
     /// A broadcast never runs `process` on the parent, but it is activity for its `ttl`.
@@ -431,8 +450,11 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
             }],
             ..Commit::default()
         };
-        self.store.commit(exe, commit).await?;
-        Ok(())
+        match self.store.commit(exe, commit).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_already_processed() => self.reload(exe).await,
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

@@ -22,7 +22,8 @@ macro_rules! contract_tests {
             list_filters_and_pages, list_rejects_a_foreign_cursor, trace_ring_keeps_the_last_n,
             append_trace_uses_the_given_index, ids_with_prefix_finds_a_tree, purge_removes_a_tree_node,
             save_is_a_bare_commit, floats_round_trip_exactly,
-            a_timer_cancelled_and_rearmed_in_one_commit_stays_armed);
+            a_timer_cancelled_and_rearmed_in_one_commit_stays_armed,
+            a_commit_for_a_processed_event_writes_nothing);
     };
     (@cases $make:path; $($case:ident),*) => {
         $(
@@ -481,6 +482,92 @@ where
     assert_eq!(loaded.map(|l| l.version), Some(2));
     assert!(done, "the dedupe mark is reported");
     assert!(!ok(store.load_for_event(&id, "other").await, "other").1);
+}
+
+/// The dedupe is part of the commit: a writer that read the execution after another one
+/// committed an event, but its mark from before (a torn read), is refused by the mark itself.
+pub async fn a_commit_for_a_processed_event_writes_nothing<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("dup");
+    let mut e = exe(&id);
+    ok(store.commit(&mut e, Commit::default()).await, "insert");
+    let first = Commit {
+        processed_event_id: Some("ev".into()),
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, first).await, "process ev");
+    // the same event again, on the current version: everything it carries is refused
+    let mut again = ok(store.load(&id).await, "load").expect("present");
+    again.context.insert("twice".into(), json!(true));
+    let everything = |tag: &str| Commit {
+        emits: vec![(Some(id.as_str().into()), Event::new(format!("Emit{tag}")))],
+        processed_event_id: Some("ev".into()),
+        timers: vec![TimerOp::Schedule {
+            path: format!("T{tag}").into(),
+            fire_at: 10.0,
+        }],
+        spawns: vec![Spawn {
+            child_id: format!("{id}:{tag}").into(),
+            root_path: tag.into(),
+            context: Object::new(),
+        }],
+        trace: Some(obj(json!({"who": tag}))),
+    };
+    match store.commit(&mut again, everything("a")).await {
+        Err(StoreError::AlreadyProcessed {
+            execution_id,
+            event_id,
+        }) => {
+            assert_eq!(execution_id, id);
+            assert_eq!(event_id, "ev");
+        }
+        other => panic!("a processed event's commit must be refused as such: {other:?}"),
+    }
+    assert_eq!(again.version, 2, "the version is left as it was");
+    // a stale writer of the same event (version moved and mark present): already processed
+    let mut stale = again.clone();
+    stale.version = 1;
+    let r = store.commit(&mut stale, everything("b")).await;
+    assert!(
+        matches!(r, Err(StoreError::AlreadyProcessed { .. })),
+        "mark present and version moved: already processed, got {r:?}"
+    );
+    // a stale writer of another event: the version check, as ever
+    let mut other = again.clone();
+    other.version = 1;
+    let r = store
+        .commit(
+            &mut other,
+            Commit {
+                processed_event_id: Some("ev-2".into()),
+                ..Commit::default()
+            },
+        )
+        .await;
+    assert_conflict(r, &id, 1, Some(2));
+    let stored = ok(store.load(&id).await, "load").expect("present");
+    assert_eq!(stored.version, 2);
+    assert!(
+        stored.context.get("twice").is_none(),
+        "nothing applied twice"
+    );
+    assert!(ok(store.pending_outbox().await, "outbox").is_empty());
+    assert!(ok(store.pending_spawns().await, "spawns").is_empty());
+    assert!(ok(store.due_timers(100.0).await, "timers").is_empty());
+    assert!(ok(store.read_trace(&id).await, "trace").is_empty());
+    assert!(!ok(store.is_processed(&id, "ev-2").await, "ev-2"));
+    // and the execution goes on with other events
+    let next = Commit {
+        processed_event_id: Some("ev-2".into()),
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, next).await, "process ev-2");
+    assert_eq!(e.version, 3);
 }
 
 pub async fn list_filters_and_pages<S, F, Fut>(make: F)

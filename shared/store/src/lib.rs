@@ -114,6 +114,14 @@ pub enum StoreError {
     },
     #[error("execution {0:?} already exists")]
     AlreadyExists(String),
+    /// The commit carried the dedupe mark of an event this execution has already processed
+    /// (another writer committed it first, whatever this one had read): nothing was
+    /// written, and the event must be acknowledged, not applied again.
+    #[error("execution {execution_id:?} already processed event {event_id:?}: nothing written")]
+    AlreadyProcessed {
+        execution_id: String,
+        event_id: String,
+    },
     /// A write that cannot fit the backend's limits (item or transaction size, item count);
     /// nothing was written.
     #[error("{0}")]
@@ -131,6 +139,11 @@ pub enum StoreError {
 impl StoreError {
     pub fn is_conflict(&self) -> bool {
         matches!(self, StoreError::Conflict { .. })
+    }
+
+    /// The commit found its event's dedupe mark already written (see `AlreadyProcessed`).
+    pub fn is_already_processed(&self) -> bool {
+        matches!(self, StoreError::AlreadyProcessed { .. })
     }
 }
 
@@ -157,9 +170,12 @@ pub trait ExecutionStore: Send + Sync {
     }
 
     /// Atomically write `exe` at version+1 iff the stored row is still at `exe.version`
-    /// (insert iff absent when `exe.version == 0`), with everything in `commit`. On success
-    /// `exe.version` is bumped; on any failure it is left as it was. Returns the outbox seq of
-    /// each emit, in order.
+    /// (insert iff absent when `exe.version == 0`) and, when the commit carries a
+    /// `processed_event_id`, iff that event's dedupe mark is absent, with everything in
+    /// `commit`. A present mark is `StoreError::AlreadyProcessed` (whatever the version), a
+    /// moved version `StoreError::Conflict`: the dedupe is part of the write, not of an
+    /// earlier read. On success `exe.version` is bumped; on any failure it is left as it
+    /// was. Returns the outbox seq of each emit, in order.
     fn commit(
         &self,
         exe: &mut Execution,

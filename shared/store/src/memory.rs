@@ -138,6 +138,17 @@ impl ExecutionStore for MemoryStore {
             None => exe.version == 0,
             Some(v) => v == exe.version && exe.version > 0,
         };
+        if let Some(event_id) = &commit.processed_event_id {
+            if inner
+                .processed
+                .contains(&(exe.id.clone(), event_id.clone()))
+            {
+                return Err(StoreError::AlreadyProcessed {
+                    execution_id: exe.id.to_string(),
+                    event_id: event_id.to_string(),
+                });
+            }
+        }
         if !ok {
             return Err(StoreError::Conflict {
                 execution_id: exe.id.to_string(),

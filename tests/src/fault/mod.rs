@@ -43,6 +43,9 @@ pub struct StormReport {
     pub sweeper_invocations: usize,
     /// Records handed to workers (redeliveries and duplicates included).
     pub records: usize,
+    /// Steps the conditional dedupe mark refused: without it, each would have applied an
+    /// event a second time.
+    pub duplicates_absorbed: usize,
     pub violations: Vec<String>,
     pub duration: Duration,
 }
@@ -63,6 +66,7 @@ impl StormReport {
         self.relay_invocations += other.relay_invocations;
         self.sweeper_invocations += other.sweeper_invocations;
         self.records += other.records;
+        self.duplicates_absorbed += other.duplicates_absorbed;
         self.violations.extend(
             other
                 .violations
@@ -94,6 +98,11 @@ impl std::fmt::Display for StormReport {
         for (kind, n) in &self.faults {
             writeln!(f, "  {}: {n}", kind.label())?;
         }
+        writeln!(
+            f,
+            "duplicate applications refused by the conditional dedupe mark: {}",
+            self.duplicates_absorbed
+        )?;
         writeln!(f, "invariant violations: {}", self.violations.len())?;
         for v in &self.violations {
             writeln!(f, "  {v}")?;

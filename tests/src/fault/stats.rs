@@ -25,6 +25,8 @@ pub enum FaultKind {
     DuplicateInBatch,
     /// Two invocations with the same group at once (the first outlived its visibility timeout).
     ConcurrentWorkers,
+    /// A load that saw an execution after a commit and the commit's dedupe mark not yet.
+    TornRead,
 }
 
 impl FaultKind {
@@ -44,6 +46,7 @@ impl FaultKind {
             FaultKind::DeadlineKill => "invocation out of time mid-batch",
             FaultKind::DuplicateInBatch => "duplicate delivery in one batch",
             FaultKind::ConcurrentWorkers => "two workers on one group at once",
+            FaultKind::TornRead => "torn read (execution after a commit, its mark before)",
         }
     }
 }
@@ -55,6 +58,8 @@ pub struct Stats {
     pub relay_invocations: AtomicUsize,
     pub sweeper_invocations: AtomicUsize,
     pub records: AtomicUsize,
+    /// Steps whose commit the conditional dedupe mark refused (`Observed::duplicate`).
+    pub duplicates_absorbed: AtomicUsize,
 }
 
 impl Stats {

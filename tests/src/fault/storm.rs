@@ -69,6 +69,7 @@ impl StormConfig {
                 transaction_conflict: 0.05,
                 sqs_failure: 0.05,
                 timeout: 0.02,
+                torn_read: 0.1,
             },
             crash: 0.25,
             deadline_kill: 0.08,
@@ -141,6 +142,10 @@ impl Storm {
         got: &[Received],
         outcome: &harel_lambda::BatchOutcome,
     ) {
+        let absorbed = outcome.observed.iter().filter(|o| o.duplicate).count();
+        self.stats
+            .duplicates_absorbed
+            .fetch_add(absorbed, std::sync::atomic::Ordering::Relaxed);
         let Some(log) = &self.log else { return };
         use std::io::Write as _;
         let mut f = log.lock().expect("log lock");
@@ -497,6 +502,7 @@ pub async fn run(cfg: StormConfig) -> Result<StormReport, FaultError> {
         relay_invocations: Stats::get(&storm.stats.relay_invocations),
         sweeper_invocations: Stats::get(&storm.stats.sweeper_invocations),
         records: Stats::get(&storm.stats.records),
+        duplicates_absorbed: Stats::get(&storm.stats.duplicates_absorbed),
         violations,
         duration: started.elapsed(),
     })
