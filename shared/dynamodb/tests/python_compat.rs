@@ -62,6 +62,22 @@ async fn rust_reads_drains_and_updates_what_harel_python_wrote() {
         .await
         .expect("load_for_event");
     assert!(done, "harel's dedupe mark is seen");
+    // a Rust writer whose read missed harel's mark (a torn read) is refused by it at commit:
+    // harel writes its marks unconditionally, our condition reads them all the same
+    let mut torn = exe.clone();
+    let r = store
+        .commit(
+            &mut torn,
+            Commit {
+                processed_event_id: Some("py-ev".into()),
+                ..Commit::default()
+            },
+        )
+        .await;
+    assert!(
+        matches!(r, Err(harel_store::StoreError::AlreadyProcessed { .. })),
+        "harel's mark refuses a second application: {r:?}"
+    );
 
     let outbox = store.pending_outbox().await.expect("outbox");
     let seqs: Vec<u64> = outbox.iter().map(|o| o.seq).collect();
