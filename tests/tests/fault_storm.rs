@@ -115,6 +115,9 @@ async fn the_storm_loses_nothing_and_applies_nothing_twice() {
             report.violations.len(),
             report.duration.as_secs_f64()
         );
+        for v in &report.violations {
+            eprintln!("  round {n}: {v}");
+        }
         match &mut total {
             None => total = Some(report),
             Some(t) => t.absorb(report),

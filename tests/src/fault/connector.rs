@@ -301,29 +301,32 @@ struct FaultyConnector {
 /// by one, so a read running beside it can see half of it. Serializing the requests gives
 /// the storm AWS's per-request atomicity while the invocations still interleave request by
 /// request.
-static DYNAMODB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static DYNAMODB: std::sync::LazyLock<Arc<tokio::sync::Mutex<()>>> =
+    std::sync::LazyLock::new(|| Arc::new(tokio::sync::Mutex::new(())));
 
 /// Send `request` on `inner`, alone among DynamoDB requests when it is one.
 ///
-/// The request runs in a task of its own that holds the lock until moto has answered. The
-/// SDK drops the future of an attempt that outlives its timeout (a slow, loaded moto); had
-/// the lock been held by that future, it would have been released while moto was still
-/// inside the request, and the next one would have run beside it, where moto's missing
-/// isolation can undo a committed step or show a half-applied one to a read (the likely
-/// cause of the one double count a storm reported before this: `x2-flow-full`, seed
-/// 12791042257940025460). DynamoDB has no such window; the torn read it does have is
-/// injected on purpose (`Rates::torn_read`).
+/// Once its turn comes, the request runs in a task of its own that holds the lock until
+/// moto has answered. The SDK drops the future of an attempt that outlives its timeout (a
+/// slow, loaded moto): had that future held the lock, it would have been released while moto
+/// was still inside the request, and the next one would have run beside it, where moto's
+/// missing isolation can undo a committed step or show a half-applied one to a read (the
+/// likely cause of the one double count a storm reported before this: `x2-flow-full`, seed
+/// 12791042257940025460). An attempt dropped while still waiting for its turn is never sent,
+/// as a request a client gave up on before sending. DynamoDB has no such window; the torn
+/// read it does have is injected on purpose (`Rates::torn_read`).
 fn send(inner: &SharedHttpConnector, op: &str, request: HttpRequest) -> HttpConnectorFuture {
     if !is_dynamodb(op) {
         return inner.call(request);
     }
     let inner = inner.clone();
-    let alone = tokio::spawn(async move {
-        let _alone = DYNAMODB.lock().await;
-        inner.call(request).await
-    });
     HttpConnectorFuture::new(async move {
-        alone.await.unwrap_or_else(|e| {
+        let turn = Arc::clone(&DYNAMODB).lock_owned().await;
+        let sent = tokio::spawn(async move {
+            let _alone = turn;
+            inner.call(request).await
+        });
+        sent.await.unwrap_or_else(|e| {
             Err(ConnectorError::other(
                 format!("the request's task failed: {e}").into(),
                 None,
