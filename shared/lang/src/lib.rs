@@ -7,6 +7,7 @@
 //!   bindings and named guards, select the machine and build it with harel's builder;
 //! - [`validate()`]: harel's static checks, same codes, severities and messages;
 //! - [`render`]: PlantUML and Mermaid text, as harel's `viz` draws them.
+//! - [`fmt`]: the canonical layout (harel's `fmt.py` reindenter), checked to keep the machine.
 //!
 //! Every failure is a [`LangError`] that renders as `file:line:col: message`, the source
 //! line and a caret, in the file it is about (an imported fragment's own file included).
@@ -15,6 +16,7 @@
 
 pub mod error;
 mod expand;
+pub mod fmt;
 mod imports;
 pub mod loader;
 pub mod parser;
