@@ -25,6 +25,8 @@ enum Command {
     Run(commands::run::RunArgs),
     /// Parse and validate a .stm file
     Validate(commands::validate::ValidateArgs),
+    /// Rewrite .stm files in the canonical layout (--check for CI, --diff to review)
+    Fmt(commands::fmt::FmtArgs),
     /// Render a machine as PlantUML (default) or Mermaid
     Render(commands::render::RenderArgs),
     /// List a file's declarations, or (without a file) the stack's executions
@@ -60,6 +62,7 @@ async fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => commands::run::execute(args).await,
         Command::Validate(args) => commands::validate::execute(args).await,
+        Command::Fmt(args) => commands::fmt::execute(args).await,
         Command::Render(args) => commands::render::execute(args).await,
         Command::List(args) => commands::list::execute(args).await,
         Command::New(args) => commands::new::execute(args).await,
