@@ -27,6 +27,8 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Rewrite .stm files in the canonical layout (--check for CI, --diff to review)
     Fmt(commands::fmt::FmtArgs),
+    /// Serve the .stm language to an editor over stdio (diagnostics, hover, definitions, completion)
+    Lsp(commands::lsp::LspArgs),
     /// Render a machine as PlantUML (default) or Mermaid
     Render(commands::render::RenderArgs),
     /// List a file's declarations, or (without a file) the stack's executions
@@ -63,6 +65,7 @@ async fn main() -> ExitCode {
         Command::Run(args) => commands::run::execute(args).await,
         Command::Validate(args) => commands::validate::execute(args).await,
         Command::Fmt(args) => commands::fmt::execute(args).await,
+        Command::Lsp(args) => commands::lsp::execute(args).await,
         Command::Render(args) => commands::render::execute(args).await,
         Command::List(args) => commands::list::execute(args).await,
         Command::New(args) => commands::new::execute(args).await,

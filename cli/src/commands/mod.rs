@@ -7,6 +7,7 @@ pub mod create;
 pub mod fmt;
 pub mod idempotency;
 pub mod list;
+pub mod lsp;
 pub mod machines;
 pub mod new;
 pub mod render;
