@@ -53,6 +53,8 @@ enum Command {
     Resume(commands::control::ControlArgs),
     /// Bring a FAILED execution back at a leaf state, once its bug is fixed
     Redrive(commands::control::RedriveArgs),
+    /// Watch the stack's executions in a terminal UI; suspend, resume, cancel, terminate
+    Monitor(commands::monitor::MonitorArgs),
     /// Inspect idempotency keys and records (why was this message skipped?)
     #[command(subcommand)]
     Idempotency(commands::idempotency::IdempotencyCommand),
@@ -88,6 +90,7 @@ async fn main() -> ExitCode {
         Command::Redrive(args) => {
             commands::control::execute(commands::control::Request::Redrive(args)).await
         }
+        Command::Monitor(args) => commands::monitor::execute(args).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,
     };
     match outcome {

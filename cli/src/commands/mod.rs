@@ -9,6 +9,7 @@ pub mod idempotency;
 pub mod list;
 pub mod lsp;
 pub mod machines;
+pub mod monitor;
 pub mod new;
 pub mod render;
 pub mod run;
