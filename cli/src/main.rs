@@ -25,6 +25,10 @@ enum Command {
     Run(commands::run::RunArgs),
     /// Parse and validate a .stm file
     Validate(commands::validate::ValidateArgs),
+    /// Rewrite .stm files in the canonical layout (--check for CI, --diff to review)
+    Fmt(commands::fmt::FmtArgs),
+    /// Serve the .stm language to an editor over stdio (diagnostics, hover, definitions, completion)
+    Lsp(commands::lsp::LspArgs),
     /// Render a machine as PlantUML (default) or Mermaid
     Render(commands::render::RenderArgs),
     /// List a file's declarations, or (without a file) the stack's executions
@@ -49,6 +53,8 @@ enum Command {
     Resume(commands::control::ControlArgs),
     /// Bring a FAILED execution back at a leaf state, once its bug is fixed
     Redrive(commands::control::RedriveArgs),
+    /// Watch the stack's executions in a terminal UI; suspend, resume, cancel, terminate
+    Monitor(commands::monitor::MonitorArgs),
     /// Inspect idempotency keys and records (why was this message skipped?)
     #[command(subcommand)]
     Idempotency(commands::idempotency::IdempotencyCommand),
@@ -60,6 +66,8 @@ async fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => commands::run::execute(args).await,
         Command::Validate(args) => commands::validate::execute(args).await,
+        Command::Fmt(args) => commands::fmt::execute(args).await,
+        Command::Lsp(args) => commands::lsp::execute(args).await,
         Command::Render(args) => commands::render::execute(args).await,
         Command::List(args) => commands::list::execute(args).await,
         Command::New(args) => commands::new::execute(args).await,
@@ -82,6 +90,7 @@ async fn main() -> ExitCode {
         Command::Redrive(args) => {
             commands::control::execute(commands::control::Request::Redrive(args)).await
         }
+        Command::Monitor(args) => commands::monitor::execute(args).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,
     };
     match outcome {

@@ -71,7 +71,7 @@ fn failed(stack: &Stack, id: &str, e: ControlError) -> anyhow::Error {
 }
 
 /// Publish what a cooperative cancel enqueued, acking it; on failure the relay will.
-async fn publish(stack: &Stack, out: &ControlOutcome) -> anyhow::Result<bool> {
+pub async fn publish(stack: &Stack, out: &ControlOutcome) -> anyhow::Result<bool> {
     if out.enqueued.is_empty() || !stack.has_queue() {
         return Ok(false);
     }

@@ -7,6 +7,8 @@
 //!   bindings and named guards, select the machine and build it with harel's builder;
 //! - [`validate()`]: harel's static checks, same codes, severities and messages;
 //! - [`render`]: PlantUML and Mermaid text, as harel's `viz` draws them.
+//! - [`fmt`]: the canonical layout (harel's `fmt.py` reindenter), checked to keep the machine.
+//! - [`ide`]: diagnostics, symbols and cursor lookups for editors (`harel lsp`).
 //!
 //! Every failure is a [`LangError`] that renders as `file:line:col: message`, the source
 //! line and a caret, in the file it is about (an imported fragment's own file included).
@@ -15,6 +17,8 @@
 
 pub mod error;
 mod expand;
+pub mod fmt;
+pub mod ide;
 mod imports;
 pub mod loader;
 pub mod parser;
@@ -25,7 +29,8 @@ pub mod validate;
 
 pub use error::{ErrorKind, LangError, Pos};
 pub use loader::{
-    load_file, load_file_with, load_str, load_str_with, parse_file, LoadOptions, Loaded,
+    load_file, load_file_with, load_str, load_str_with, load_text_with, parse_file, LoadOptions,
+    Loaded,
 };
 pub use parser::{parse, DeclKind, Program};
 pub use validate::{validate, validate_or_raise, Issue, Severity, ValidationError};

@@ -102,6 +102,29 @@ pub fn load_file_with(
     )
 }
 
+/// [`load_file_with`] on `text` instead of the file's contents: an editor's unsaved
+/// buffer for the file at `path` (its imports resolved from `path`'s directory).
+pub fn load_text_with(
+    text: &str,
+    path: &Path,
+    name: Option<&str>,
+    options: &LoadOptions,
+) -> Result<Loaded, LangError> {
+    let source = Rc::new(Source {
+        origin: path.display().to_string(),
+        text: text.to_string(),
+    });
+    let real = std::fs::canonicalize(path).ok();
+    load_source(
+        &source,
+        real,
+        Some(&Base::of_file(path)),
+        name,
+        options,
+        true,
+    )
+}
+
 /// Parse a file into its `Program` without building anything (`harel list`).
 pub fn parse_file(path: &Path) -> Result<Program, LangError> {
     let text = read(path)?;
