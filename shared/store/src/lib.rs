@@ -13,6 +13,7 @@ use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr, Status};
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod hooked;
+pub mod listing;
 pub mod memory;
 pub use hooked::{CommitHook, Hooked};
 pub use memory::MemoryStore;
@@ -78,7 +79,8 @@ pub struct Commit {
     pub trace: Option<Object>,
 }
 
-/// The filters of `list_executions`.
+/// The filters of `list_executions`. Pages come newest first (by `created_at`, then id; see
+/// [`listing`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListQuery {
     /// Any of these statuses (None: all).
@@ -89,6 +91,10 @@ pub struct ListQuery {
     pub limit: usize,
     /// The opaque `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// Read every stored execution instead of the backend's listing index: slower, but it
+    /// also finds the rows an index leaves out (on DynamoDB, those last written by harel
+    /// Python). Its cursors are not interchangeable with the index listing's.
+    pub scan: bool,
 }
 
 impl Default for ListQuery {
@@ -99,6 +105,7 @@ impl Default for ListQuery {
             roots_only: false,
             limit: 100,
             cursor: None,
+            scan: false,
         }
     }
 }
