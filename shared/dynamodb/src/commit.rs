@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::codec::{self, item_size, n_float, n_int, s, Item};
 use crate::errors;
-use crate::tables::{Tables, LIST_MPK, LIST_PK, LIST_SK, RETAIN_UNTIL};
+use crate::tables::{Tables, LIST_MPK, LIST_PK, LIST_SK, PARENT, RETAIN_UNTIL};
 
 /// DynamoDB's limits on one transaction and one item.
 pub const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -168,6 +168,9 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         s(machine_status_key(&exe.definition_id, exe.status, child)),
     );
     exe_item.insert(LIST_SK.into(), s(sort_key(exe)));
+    if let Some(parent) = &exe.parent_id {
+        exe_item.insert(PARENT.into(), s(parent.as_str()));
+    }
     if let Some(until) = retention.execution(exe) {
         exe_item.insert(RETAIN_UNTIL.into(), n_int(until));
     }

@@ -786,6 +786,21 @@ impl ExecutionStore for DynamoDbStore {
     }
 
     async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
+        self.ids_with_prefix_scan(prefix).await
+    }
+
+    async fn descendant_ids(&self, root_id: &str) -> StoreResult<Vec<String>> {
+        self.tree_by_parent(root_id).await
+    }
+
+    async fn purge(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
+        self.purge_one(execution_id, expected_version).await
+    }
+}
+
+impl DynamoDbStore {
+    /// harel's `ids_with_prefix`: a Scan of the whole table.
+    async fn ids_with_prefix_scan(&self, prefix: &str) -> StoreResult<Vec<String>> {
         let table = self.tables.executions();
         let rows = self
             .scan_all(&table, |r| {
@@ -804,7 +819,7 @@ impl ExecutionStore for DynamoDbStore {
             .collect()
     }
 
-    async fn purge(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
+    async fn purge_one(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
         let result = self
             .client
             .delete_item()

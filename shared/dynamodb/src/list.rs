@@ -11,7 +11,7 @@ use harel_store::listing::{machine_status_key, page_of, sort_key, status_key, Cu
 use harel_store::{memory::matches, ListQuery, StoreError, StoreResult};
 
 use crate::codec::{get_s, get_u64, s, Item};
-use crate::tables::{BY_MACHINE_STATUS, BY_STATUS, LIST_MPK, LIST_PK, LIST_SK};
+use crate::tables::{BY_MACHINE_STATUS, BY_PARENT, BY_STATUS, LIST_MPK, LIST_PK, LIST_SK, PARENT};
 use crate::{errors, DynamoDbStore};
 
 /// BatchGetItem's cap on keys per request.
@@ -244,6 +244,65 @@ impl DynamoDbStore {
         }
         matched.sort_by(|a, b| b.0.cmp(&a.0));
         Ok(page_of(matched, cursor, query.limit, true))
+    }
+}
+
+impl DynamoDbStore {
+    /// A tree's descendants by the `by_parent` index, breadth first: one Query per member,
+    /// never a Scan. A root last written by harel Python (its Put drops our attributes, so
+    /// its children may lack them too) falls back to harel's prefix Scan.
+    pub(crate) async fn tree_by_parent(&self, root_id: &str) -> StoreResult<Vec<String>> {
+        let table = self.tables.executions();
+        let resp = self
+            .client
+            .get_item()
+            .table_name(&table)
+            .key("id", s(root_id))
+            .projection_expression("#sk")
+            .expression_attribute_names("#sk", LIST_SK)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", &e))?;
+        match resp.item() {
+            None => return Ok(Vec::new()),
+            Some(item) if !item.contains_key(LIST_SK) => {
+                return self.ids_with_prefix_scan(&format!("{root_id}:")).await
+            }
+            Some(_) => {}
+        }
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::from([root_id.to_string()]);
+        let mut frontier = std::collections::VecDeque::from([root_id.to_string()]);
+        while let Some(parent) = frontier.pop_front() {
+            let mut start: Option<Item> = None;
+            loop {
+                let resp = self
+                    .client
+                    .query()
+                    .table_name(&table)
+                    .index_name(BY_PARENT)
+                    .key_condition_expression("#p = :p")
+                    .expression_attribute_names("#p", PARENT)
+                    .expression_attribute_values(":p", s(&parent))
+                    .set_exclusive_start_key(start.take())
+                    .send()
+                    .await
+                    .map_err(|e| errors::classify("Query", &e))?;
+                for item in resp.items() {
+                    let id = get_s(item, "id").map_err(|e| errors::corrupt(&table, e))?;
+                    if seen.insert(id.to_string()) {
+                        out.push(id.to_string());
+                        frontier.push_back(id.to_string());
+                    }
+                }
+                match resp.last_evaluated_key() {
+                    Some(key) if !key.is_empty() => start = Some(key.clone()),
+                    _ => break,
+                }
+            }
+        }
+        Ok(out)
     }
 }
 

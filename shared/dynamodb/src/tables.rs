@@ -21,6 +21,10 @@ pub const BY_MACHINE_STATUS: &str = "by_machine_status";
 pub const LIST_PK: &str = "list_pk";
 pub const LIST_MPK: &str = "list_mpk";
 pub const LIST_SK: &str = "list_sk";
+/// The children of an execution (sparse: only children carry `PARENT`), for `purge` to walk
+/// a tree without a Scan.
+pub const BY_PARENT: &str = "by_parent";
+pub const PARENT: &str = "parent_pk";
 /// The TTL attribute (epoch seconds) of the executions, processed and trace tables. Not
 /// `expires_at`: that is harel's own field inside the Execution JSON.
 pub const RETAIN_UNTIL: &str = "retain_until";
@@ -69,9 +73,20 @@ fn keys_only() -> Projection {
         .build()
 }
 
-/// (index, partition attribute): both sorted by `LIST_SK`, keys only (a page reads its rows
-/// with one BatchGetItem, so the index stays small and is written only when a key changes).
-const INDEXES: [(&str, &str); 2] = [(BY_STATUS, LIST_PK), (BY_MACHINE_STATUS, LIST_MPK)];
+/// (index, partition attribute, sort attribute), keys only: a listing page reads its rows
+/// with one BatchGetItem, so the indexes stay small, and are written only when a key changes
+/// (a status change; a child's parent never changes).
+pub const INDEXES: [(&str, &str, Option<&str>); 3] = [
+    (BY_STATUS, LIST_PK, Some(LIST_SK)),
+    (BY_MACHINE_STATUS, LIST_MPK, Some(LIST_SK)),
+    (BY_PARENT, PARENT, None),
+];
+
+fn index_keys(pk: &str, sk: Option<&str>) -> Vec<KeySchemaElement> {
+    let mut keys = vec![key(pk, KeyType::Hash)];
+    keys.extend(sk.map(|sk| key(sk, KeyType::Range)));
+    keys
+}
 
 /// Table names for one prefix: `{prefix}_executions`, ...
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,14 +197,13 @@ impl Tables {
             }
             if suffix == "executions" {
                 req = req.attribute_definitions(s_attr(LIST_SK));
-                for (index, pk) in INDEXES {
+                for (index, pk, sk) in INDEXES {
                     req = req
                         .attribute_definitions(s_attr(pk))
                         .global_secondary_indexes(
                             GlobalSecondaryIndex::builder()
                                 .index_name(index)
-                                .key_schema(key(pk, KeyType::Hash))
-                                .key_schema(key(LIST_SK, KeyType::Range))
+                                .set_key_schema(Some(index_keys(pk, sk)))
                                 .projection(keys_only())
                                 .build()
                                 .expect("name and keys are set"),
@@ -221,7 +235,7 @@ impl Tables {
     /// indexes: add each (UpdateTable takes one index at a time) and wait until it is ACTIVE,
     /// since DynamoDB refuses a query on an index still backfilling.
     async fn add_missing_indexes(&self, client: &Client, table: &str) -> Result<(), TablesError> {
-        for (index, pk) in INDEXES {
+        for (index, pk, sk) in INDEXES {
             let err = |message: String| TablesError::Index {
                 table: table.to_string(),
                 index: index.to_string(),
@@ -237,18 +251,20 @@ impl Tables {
             {
                 continue;
             }
-            client
+            let mut update = client
                 .update_table()
                 .table_name(table)
-                .attribute_definitions(s_attr(pk))
-                .attribute_definitions(s_attr(LIST_SK))
+                .attribute_definitions(s_attr(pk));
+            if let Some(sk) = sk {
+                update = update.attribute_definitions(s_attr(sk));
+            }
+            update
                 .global_secondary_index_updates(
                     GlobalSecondaryIndexUpdate::builder()
                         .create(
                             CreateGlobalSecondaryIndexAction::builder()
                                 .index_name(index)
-                                .key_schema(key(pk, KeyType::Hash))
-                                .key_schema(key(LIST_SK, KeyType::Range))
+                                .set_key_schema(Some(index_keys(pk, sk)))
                                 .projection(keys_only())
                                 .build()
                                 .expect("name, keys and projection are set"),

@@ -348,7 +348,7 @@ async fn listing_indexes_join_tables_harel_created() {
         .filter_map(|g| g.index_name().map(str::to_string))
         .collect();
     names.sort();
-    assert_eq!(names, ["by_machine_status", "by_status"]);
+    assert_eq!(names, ["by_machine_status", "by_parent", "by_status"]);
 
     harel(&prefix, "write", "py-row", &[]);
     for id in ["rs-row", "rs-then-py"] {

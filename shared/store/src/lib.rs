@@ -223,6 +223,19 @@ pub trait ExecutionStore: Send + Sync {
         prefix: &str,
     ) -> impl Future<Output = StoreResult<Vec<String>>> + Send;
 
+    /// Ids of `root_id`'s stored descendants, for `purge` to gather a tree (harel's
+    /// `_collect_tree_flow` adds what the members' `children` list, and keeps only ids whose
+    /// `parent_id` chain reaches the root, so extra ids are harmless). harel's way, the ids
+    /// under the prefix a child's id extends its parent's with, is the default; a backend
+    /// where that is a table scan walks the parent links instead.
+    fn descendant_ids(
+        &self,
+        root_id: &str,
+    ) -> impl Future<Output = StoreResult<Vec<String>>> + Send {
+        let prefix = format!("{root_id}:");
+        async move { self.ids_with_prefix(&prefix).await }
+    }
+
     /// Delete the execution and everything keyed by it iff it is still at `expected_version`.
     fn purge(
         &self,
