@@ -49,6 +49,8 @@ enum Command {
     Resume(commands::control::ControlArgs),
     /// Bring a FAILED execution back at a leaf state, once its bug is fixed
     Redrive(commands::control::RedriveArgs),
+    /// Delete finished execution trees older than an age for good, optionally archived
+    Purge(commands::purge::PurgeArgs),
     /// Inspect idempotency keys and records (why was this message skipped?)
     #[command(subcommand)]
     Idempotency(commands::idempotency::IdempotencyCommand),
@@ -82,6 +84,7 @@ async fn main() -> ExitCode {
         Command::Redrive(args) => {
             commands::control::execute(commands::control::Request::Redrive(args)).await
         }
+        Command::Purge(args) => commands::purge::execute(args).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,
     };
     match outcome {

@@ -8,6 +8,7 @@ pub mod idempotency;
 pub mod list;
 pub mod machines;
 pub mod new;
+pub mod purge;
 pub mod render;
 pub mod run;
 pub mod send;
