@@ -21,7 +21,7 @@ macro_rules! contract_tests {
             timers_schedule_cancel_and_guarded_delete, load_for_event_reports_the_dedupe_mark,
             list_filters_and_pages, list_is_newest_first_by_status_machine_and_roots,
             list_rejects_a_foreign_cursor, trace_ring_keeps_the_last_n,
-            append_trace_uses_the_given_index, ids_with_prefix_finds_a_tree, purge_removes_a_tree_node,
+            append_trace_uses_the_given_index, ids_with_prefix_finds_a_tree, descendant_ids_cover_a_tree, purge_removes_a_tree_node,
             save_is_a_bare_commit, floats_round_trip_exactly,
             a_timer_cancelled_and_rearmed_in_one_commit_stays_armed);
     };
@@ -823,6 +823,49 @@ where
     assert_eq!(got, vec![format!("{root}:R:1"), format!("{root}:R:1:S:1")]);
     assert_eq!(ok(store.ids_with_prefix(&root).await, "prefix").len(), 3);
     assert!(ok(store.ids_with_prefix("zzz-none").await, "none").is_empty());
+}
+
+/// Every stored descendant of a root (children of children too), by its parent links or its
+/// id; nothing above or beside the tree that a caller could mistake for a member is left in
+/// once the `parent_id` chain is checked (extra ids are allowed, missing ones are not).
+pub async fn descendant_ids_cover_a_tree<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let root = unique("desc");
+    let tree = [
+        (format!("{root}:R:1"), root.clone()),
+        (format!("{root}:R:2"), root.clone()),
+        (format!("{root}:R:1:S:1"), format!("{root}:R:1")),
+    ];
+    ok(
+        store.commit(&mut exe(&root), Commit::default()).await,
+        "root",
+    );
+    for (id, parent) in &tree {
+        let mut e = exe(id);
+        e.parent_id = Some(parent.as_str().into());
+        ok(store.commit(&mut e, Commit::default()).await, "child");
+    }
+    ok(
+        store
+            .commit(&mut exe(&unique("other")), Commit::default())
+            .await,
+        "unrelated",
+    );
+    let got: HashSet<String> = ok(store.descendant_ids(&root).await, "descendants")
+        .into_iter()
+        .collect();
+    for (id, _) in &tree {
+        assert!(got.contains(id), "{id} missing from {got:?}");
+    }
+    assert!(!got.contains(&root), "the root is not its own descendant");
+    let leaf = ok(store.descendant_ids(&tree[2].0).await, "a leaf");
+    assert!(leaf.is_empty(), "{leaf:?}");
+    assert!(ok(store.descendant_ids("no-such-root").await, "absent").is_empty());
 }
 
 pub async fn purge_removes_a_tree_node<S, F, Fut>(make: F)
