@@ -6,7 +6,11 @@
 //! unchanged since it was checked, so an interrupted purge is resumed by running it again.
 //! Candidates of `purge_finished` come from the store's listing, newest first, starting at
 //! the cutoff (an execution finished before the cutoff was created before it), so a store
-//! with a listing index reads the old roots only.
+//! with a listing index reads the old roots only. One difference from harel follows: an
+//! undated root (no `finished_at`) created after the cutoff is neither counted in
+//! `skipped_undated` nor purged by `include_undated` (harel lists every finished root; such
+//! a root was written by a harel older than `finished_at`, so it rarely has a `created_at`
+//! either, and then it sorts oldest and is seen).
 
 use std::collections::HashSet;
 use std::io::Write as _;

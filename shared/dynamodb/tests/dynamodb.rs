@@ -359,24 +359,27 @@ async fn listing_spans_more_than_one_scan_page() {
         first.last_evaluated_key().is_some(),
         "more than one Scan page"
     );
-    let mut seen = std::collections::HashSet::new();
-    let mut q = ListQuery {
-        limit: 7,
-        ..ListQuery::default()
-    };
-    loop {
-        let page = store.list_executions(&q).await.expect("list");
-        assert!(
-            page.items.len() == 7 || page.next_cursor.is_none(),
-            "full pages until the last"
-        );
-        seen.extend(page.items.into_iter().map(|s| s.id));
-        match page.next_cursor {
-            Some(c) => q.cursor = Some(c),
-            None => break,
+    for scan in [true, false] {
+        let mut seen = std::collections::HashSet::new();
+        let mut q = ListQuery {
+            limit: 7,
+            scan,
+            ..ListQuery::default()
+        };
+        loop {
+            let page = store.list_executions(&q).await.expect("list");
+            assert!(
+                page.items.len() == 7 || page.next_cursor.is_none(),
+                "full pages until the last (scan {scan})"
+            );
+            seen.extend(page.items.into_iter().map(|s| s.id));
+            match page.next_cursor {
+                Some(c) => q.cursor = Some(c),
+                None => break,
+            }
         }
+        assert_eq!(seen.len(), 30, "scan {scan}");
     }
-    assert_eq!(seen.len(), 30);
 }
 
 #[tokio::test]
