@@ -335,13 +335,15 @@ impl DynamoDbStore {
         Ok(exe)
     }
 
-    /// Scan a whole table, following `LastEvaluatedKey` through every page.
-    async fn scan_all(
-        &self,
-        table: &str,
-        configure: impl Fn(ScanFluentBuilder) -> ScanFluentBuilder,
-    ) -> StoreResult<Vec<Item>> {
-        self.scan_pages(table, configure, |_, _| {}).await
+    /// Scan a whole table, following `LastEvaluatedKey` through every page. Not an `async
+    /// fn` around `scan_pages`: one more nested future would push the sweeper's main future
+    /// past the compiler's layout depth limit.
+    fn scan_all<'a>(
+        &'a self,
+        table: &'a str,
+        configure: impl Fn(ScanFluentBuilder) -> ScanFluentBuilder + 'a,
+    ) -> impl std::future::Future<Output = StoreResult<Vec<Item>>> + 'a {
+        self.scan_pages(table, configure, |_, _| {})
     }
 
     /// `scan_all`, telling `on_page` the pages and items read after each page.
