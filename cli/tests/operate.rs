@@ -569,7 +569,15 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
         stack.ok(&["purge", "--older-than", "1h", "--dry-run"]),
         "would purge: 0\n"
     );
-    let dry = stack.harel(&["purge", "--older-than", "0s", "--dry-run", "-v"]);
+    let dry = stack.harel(&[
+        "purge",
+        "--store",
+        "dynamodb",
+        "--older-than",
+        "0s",
+        "--dry-run",
+        "-v",
+    ]);
     assert_eq!(text(&dry.stdout), "would purge: 1\n  split-9\n");
     assert_eq!(dry.status.code(), Some(1), "split-8 is refused");
     has(

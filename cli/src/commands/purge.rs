@@ -8,10 +8,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::bail;
 use harel_control::{purge_finished, ControlError, JsonlArchive, PurgeFinished};
 use harel_model::Status;
 
 use super::clock::now;
+use super::show::StoreKind;
 use super::stack::StackArgs;
 
 #[derive(clap::Args)]
@@ -44,6 +46,9 @@ pub struct PurgeArgs {
     /// hold
     #[arg(long)]
     scan: bool,
+    /// Accepted as `run` takes it: `purge` works on the stack's DynamoDB tables
+    #[arg(long, value_enum, hide = true)]
+    store: Option<StoreKind>,
     #[command(flatten)]
     stack: StackArgs,
 }
@@ -86,6 +91,9 @@ fn purgeable(text: &str) -> Result<Status, String> {
 }
 
 pub async fn execute(args: PurgeArgs) -> anyhow::Result<ExitCode> {
+    if args.store == Some(StoreKind::Memory) {
+        bail!("the in-memory store keeps nothing between commands: purge a durable store (--store dynamodb --table-prefix P)");
+    }
     let stack = args.stack.connect().await?;
     let statuses = if args.statuses.is_empty() {
         vec![Status::Done, Status::Cancelled]
