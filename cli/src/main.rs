@@ -55,6 +55,8 @@ enum Command {
     Redrive(commands::control::RedriveArgs),
     /// Watch the stack's executions in a terminal UI; suspend, resume, cancel, terminate
     Monitor(commands::monitor::MonitorArgs),
+    /// Delete finished execution trees older than an age for good, optionally archived
+    Purge(commands::purge::PurgeArgs),
     /// Inspect idempotency keys and records (why was this message skipped?)
     #[command(subcommand)]
     Idempotency(commands::idempotency::IdempotencyCommand),
@@ -91,6 +93,7 @@ async fn main() -> ExitCode {
             commands::control::execute(commands::control::Request::Redrive(args)).await
         }
         Command::Monitor(args) => commands::monitor::execute(args).await,
+        Command::Purge(args) => commands::purge::execute(args).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,
     };
     match outcome {

@@ -535,3 +535,132 @@ async fn stack_outputs_name_the_tables_and_the_queue() {
     let doc: Value = serde_json::from_str(text(&out.stdout).trim()).expect("JSON");
     assert_eq!(doc["execution"]["active_path"], "Cart");
 }
+
+#[tokio::test]
+async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
+    let stack = Stack::new().await;
+    let machines = ["--machines", CONTROL_MACHINES];
+    for id in ["split-9", "split-8", "plain-9"] {
+        let machine = if id.starts_with("split") {
+            "Split"
+        } else {
+            "Plain"
+        };
+        stack.ok(&["create", machine, "--id", id, machines[0], machines[1]]);
+    }
+    stack.pump().await;
+    stack.ok(&["terminate", "split-9"]);
+    // a root finished while its regions still run: a live tree, never purged
+    let mut half = stack
+        .store
+        .load("split-8")
+        .await
+        .expect("load")
+        .expect("split-8");
+    half.status = harel_model::Status::Cancelled;
+    half.finished_at = Some(1.0);
+    stack
+        .store
+        .commit(&mut half, harel_store::Commit::default())
+        .await
+        .expect("commit");
+
+    assert_eq!(
+        stack.ok(&["purge", "--older-than", "1h", "--dry-run"]),
+        "would purge: 0\n"
+    );
+    let dry = stack.harel(&[
+        "purge",
+        "--store",
+        "dynamodb",
+        "--older-than",
+        "0s",
+        "--dry-run",
+        "-v",
+    ]);
+    assert_eq!(text(&dry.stdout), "would purge: 1\n  split-9\n");
+    assert_eq!(dry.status.code(), Some(1), "split-8 is refused");
+    has(
+        &text(&dry.stderr),
+        "refused split-8: purge refused: not finished: split-8:",
+    );
+    assert!(
+        stack.store.load("split-9").await.expect("load").is_some(),
+        "a dry run"
+    );
+
+    let dir = std::env::temp_dir().join(harel_testkit::unique_prefix("cli-archive"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("a.jsonl");
+    let out = stack.harel(&[
+        "purge",
+        "--older-than",
+        "0s",
+        "--status",
+        "done,cancelled",
+        "--archive",
+        file.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(text(&out.stdout), "purged: 1\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stack.store.load("split-9").await.expect("load").is_none());
+    assert!(stack.store.load("split-8").await.expect("load").is_some());
+    let line: Value =
+        serde_json::from_str(std::fs::read_to_string(&file).expect("archive").trim_end())
+            .expect("one JSON line");
+    assert_eq!(line["root_id"], "split-9");
+    assert_eq!(
+        line["executions"].as_array().map(Vec::len),
+        Some(3),
+        "root and regions"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+
+    let scan = stack.harel(&["list", "--scan", "--status", "CANCELLED"]);
+    assert!(scan.status.success());
+    has(&text(&scan.stdout), "split-8");
+    has(&text(&scan.stderr), "scan: page 1,");
+    let bad = stack.harel(&["purge", "--older-than", "3x"]);
+    assert_eq!(bad.status.code(), Some(2));
+    has(&text(&bad.stderr), "invalid age \"3x\"");
+    let bad = stack.harel(&["purge", "--older-than", "1d", "--status", "failed"]);
+    assert_eq!(bad.status.code(), Some(2));
+    has(&text(&bad.stderr), "only done and cancelled");
+
+    // the CLI's own commits keep finished work as long as the functions do
+    stack.ok(&["terminate", "plain-9", "--retention-days", "2"]);
+    let item = stack
+        .store
+        .client()
+        .get_item()
+        .table_name(stack.store.tables().executions())
+        .key(
+            "id",
+            aws_sdk_dynamodb::types::AttributeValue::S("plain-9".into()),
+        )
+        .send()
+        .await
+        .expect("get")
+        .item()
+        .cloned()
+        .expect("plain-9");
+    let finished = stack
+        .store
+        .load("plain-9")
+        .await
+        .expect("load")
+        .and_then(|e| e.finished_at)
+        .expect("finished_at");
+    assert_eq!(
+        item.get("retain_until")
+            .and_then(|v| v.as_n().ok())
+            .cloned(),
+        Some((finished as u64 + 2 * 86400).to_string())
+    );
+    let bad = stack.harel(&["show", "plain-9", "--retention-days", "soon"]);
+    assert!(!bad.status.success());
+    has(
+        &text(&bad.stderr),
+        "--retention-days \"soon\": expected whole days",
+    );
+}

@@ -330,6 +330,8 @@ fn sdk_calls(dir: &Path, found: &mut BTreeMap<String, BTreeSet<String>>) {
         "describe_table",
         "delete_table",
         "update_time_to_live",
+        "describe_time_to_live",
+        "update_table",
         "send_message",
         "send_message_batch",
         "change_message_visibility",
@@ -404,6 +406,10 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
     // reached by no function: (operation, why)
     let elsewhere: BTreeMap<&str, &str> = BTreeMap::from([
         ("create_table", "ensure_tables / local-setup / the CLI (tables are the template's in AWS)"),
+        ("describe_table", "ensure_tables: an index it added backfilling (the template declares the indexes)"),
+        ("update_table", "ensure_tables: the listing indexes on a table harel created"),
+        ("describe_time_to_live", "ensure_tables (the template declares the TTL)"),
+        ("update_time_to_live", "ensure_tables (the template declares the TTL)"),
         ("create_queue", "tests and local-setup (queues are the template's in AWS)"),
         ("update_item", "SeqAllocation::Counter, not the functions' default (the idempotency layer's UpdateItem is listed)"),
         ("batch_write_item", "purge (the CLI)"),
@@ -482,4 +488,70 @@ fn queues_and_tables_are_encrypted_and_dead_letters_kept_14_days() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The store's TTL and listing indexes as the code names them, and RetentionDays reaching
+/// every function as HAREL_RETENTION_DAYS.
+#[test]
+fn retention_ttl_and_listing_indexes_match_the_store() {
+    let t = template();
+    let r = resources(&t);
+    let props = |name: &str| {
+        r.get(Value::from(name))
+            .and_then(|v| v.get("Properties"))
+            .unwrap_or_else(|| panic!("no resource {name}"))
+            .clone()
+    };
+    for table in ["ExecutionsTable", "ProcessedTable", "TraceTable"] {
+        let ttl = props(table)
+            .get("TimeToLiveSpecification")
+            .cloned()
+            .unwrap_or_else(|| panic!("{table} has no TimeToLiveSpecification"));
+        assert_eq!(
+            ttl.get("AttributeName").map(str_of).as_deref(),
+            Some(harel_dynamodb::RETAIN_UNTIL),
+            "{table}"
+        );
+        assert_eq!(ttl.get("Enabled").map(str_of).as_deref(), Some("true"));
+    }
+    for table in ["OutboxTable", "SpawnsTable", "TimersTable", "CountersTable"] {
+        assert!(
+            props(table).get("TimeToLiveSpecification").is_none(),
+            "{table} holds live work only: nothing of it may expire"
+        );
+    }
+    let indexes: Vec<(String, Option<String>, Option<String>, String)> =
+        list(props("ExecutionsTable").get("GlobalSecondaryIndexes"))
+            .iter()
+            .map(|g| {
+                let keys = list(g.get("KeySchema"));
+                let key = |i: usize| keys.get(i).and_then(|k| k.get("AttributeName")).map(str_of);
+                (
+                    g.get("IndexName").map(str_of).unwrap_or_default(),
+                    key(0),
+                    key(1),
+                    g.get("Projection")
+                        .and_then(|p| p.get("ProjectionType"))
+                        .map(str_of)
+                        .unwrap_or_default(),
+                )
+            })
+            .collect();
+    let want: Vec<_> = harel_dynamodb::tables::INDEXES
+        .iter()
+        .map(|(i, pk, sk)| {
+            (
+                i.to_string(),
+                Some(pk.to_string()),
+                sk.map(str::to_string),
+                "KEYS_ONLY".to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(indexes, want, "the template declares the store's indexes");
+    let env = t["Globals"]["Function"]["Environment"]["Variables"]
+        [harel_lambda::config::RETENTION_DAYS]
+        .clone();
+    assert_eq!(resource_ref(&env), "RetentionDays", "{env:?}");
+    assert_eq!(str_of(&t["Parameters"]["RetentionDays"]["Default"]), "30");
 }

@@ -1,8 +1,8 @@
 //! `harel list FILE`: the machines, fragments and events a file declares (parsed only,
 //! nothing is built, so a file whose machines do not build yet still lists).
 //!
-//! `harel list [--status S]... [--machine M] [--roots] [--limit N] [--cursor C]`: the
-//! deployed stack's executions, a page at a time.
+//! `harel list [--status S]... [--machine M] [--roots] [--limit N] [--cursor C] [--scan]`:
+//! the deployed stack's executions, newest first, a page at a time.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,6 +34,11 @@ pub struct ListArgs {
     /// Continue a listing: the cursor the previous page printed
     #[arg(long, value_name = "CURSOR")]
     cursor: Option<String>,
+    /// Read the whole executions table instead of its status indexes. Slow and priced by
+    /// the table's size, but it also lists executions last written by harel Python, which
+    /// the indexes do not hold (its writes drop the index attributes). Progress on stderr
+    #[arg(long)]
+    scan: bool,
     /// Answer in JSON
     #[arg(long)]
     json: bool,
@@ -109,18 +114,27 @@ pub async fn execute(args: ListArgs) -> anyhow::Result<ExitCode> {
             || args.machine.is_some()
             || args.roots
             || args.cursor.is_some()
+            || args.scan
         {
-            bail!("`harel list FILE` lists what the file declares; --status, --machine, --roots and --cursor list the stack's executions: drop the FILE or the filters");
+            bail!("`harel list FILE` lists what the file declares; --status, --machine, --roots, --cursor and --scan list the stack's executions: drop the FILE or the filters");
         }
         return declarations(file, args.json);
     }
-    let stack = args.stack.connect().await?;
+    let mut stack = args.stack.connect().await?;
+    if args.scan {
+        stack
+            .store
+            .set_scan_progress(std::sync::Arc::new(|pages, items| {
+                eprintln!("scan: page {pages}, {items} executions read");
+            }));
+    }
     let query = ListQuery {
         status: (!args.statuses.is_empty()).then(|| args.statuses.clone()),
         definition_id: args.machine.clone(),
         roots_only: args.roots,
         limit: args.limit as usize,
         cursor: args.cursor.clone(),
+        scan: args.scan,
     };
     let page = stack.store.list_executions(&query).await.map_err(|e| {
         stack.explain(

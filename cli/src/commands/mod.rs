@@ -11,6 +11,7 @@ pub mod lsp;
 pub mod machines;
 pub mod monitor;
 pub mod new;
+pub mod purge;
 pub mod render;
 pub mod run;
 pub mod send;

@@ -2,12 +2,15 @@
 //! from the flags, else the CloudFormation stack's outputs (`--stack NAME`: `TablePrefix`,
 //! `QueueUrl`, as `template.yaml` declares them), else the variables the functions read
 //! (`HAREL_TABLE_PREFIX`, `HAREL_QUEUE_URL`). Region, credentials and `AWS_ENDPOINT_URL` come
-//! from the SDK's standard configuration.
+//! from the SDK's standard configuration. The retention the commands' own commits stamp (a
+//! cancel that finishes an execution) follows the functions' the same way.
 
 use anyhow::{anyhow, bail, Context};
 use aws_config::SdkConfig;
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::config::{QUEUE_URL, TABLE_PREFIX};
+use harel_lambda::config::{
+    parse_retention_days, DEFAULT_RETENTION_DAYS, QUEUE_URL, RETENTION_DAYS, TABLE_PREFIX,
+};
 use harel_model::Execution;
 use harel_sqs::SqsTransport;
 use harel_store::{ExecutionStore, StoreError};
@@ -25,6 +28,11 @@ pub struct StackArgs {
     /// HAREL_QUEUE_URL]
     #[arg(long, value_name = "URL")]
     pub queue_url: Option<String>,
+    /// Days an execution this command finishes is kept before DynamoDB's TTL removes it, 0
+    /// to keep it [default: the stack's RetentionDays output, else HAREL_RETENTION_DAYS,
+    /// else 30, as the functions]
+    #[arg(long, value_name = "DAYS")]
+    pub retention_days: Option<String>,
 }
 
 /// A connected stack: its store, and its queue when one is configured.
@@ -50,6 +58,10 @@ impl StackArgs {
         }
         let mut prefix = self.table_prefix.clone();
         let mut queue_url = self.queue_url.clone();
+        let mut retention = self
+            .retention_days
+            .as_ref()
+            .map(|v| ("--retention-days", v.clone()));
         if let Some(name) = &self.stack {
             let outputs = stack_outputs(&sdk, name).await?;
             let output = |key: &str| {
@@ -60,6 +72,9 @@ impl StackArgs {
             };
             prefix = prefix.or_else(|| output("TablePrefix"));
             queue_url = queue_url.or_else(|| output("QueueUrl"));
+            retention = retention.or_else(|| {
+                output("RetentionDays").map(|v| ("the stack's RetentionDays output", v))
+            });
             if prefix.is_none() {
                 bail!("stack {name:?} has no TablePrefix output: is it a harel stack (template.yaml)? or pass --table-prefix");
             }
@@ -68,8 +83,16 @@ impl StackArgs {
             anyhow!("no table prefix: pass --table-prefix PREFIX or --stack NAME, or set {TABLE_PREFIX} as the functions do")
         })?;
         let queue_url = queue_url.or_else(|| env(QUEUE_URL));
+        let retention = match retention.or_else(|| env(RETENTION_DAYS).map(|v| (RETENTION_DAYS, v)))
+        {
+            None => parse_retention_days(&DEFAULT_RETENTION_DAYS.to_string())?,
+            Some((from, v)) => parse_retention_days(&v).map_err(|_| {
+                anyhow!("{from} {v:?}: expected whole days from 0 (keep forever) to 36500")
+            })?,
+        };
         let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
-            .with_context(|| format!("table prefix {prefix:?}"))?;
+            .with_context(|| format!("table prefix {prefix:?}"))?
+            .with_retention(retention);
         Ok(Stack {
             sdk,
             store,

@@ -19,6 +19,20 @@ pub enum ControlError {
     /// `redrive` refused its target (harel's `ValueError`, same text).
     #[error("{0}")]
     RedriveRefused(String),
+    /// `purge` refused a tree (harel's `PurgeRefused`, same text): a child, or a member not
+    /// DONE/CANCELLED.
+    #[error("{0}")]
+    PurgeRefused(String),
+    /// The archive could not take a tree: nothing of it was deleted.
+    #[error("archiving the tree of {root_id:?}: {source}")]
+    Archive {
+        root_id: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An argument the command cannot take (harel's `ValueError`, same text).
+    #[error("{0}")]
+    InvalidArgument(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The engine could not read the execution against its Definition (a corrupt record).

@@ -12,6 +12,8 @@
 //! - [`suspend`] / [`resume`]: RUNNING <-> SUSPENDED, state, history and backlog kept (the
 //!   worker parks a SUSPENDED execution's messages; its timers stay armed).
 //! - [`redrive`]: a FAILED execution back to RUNNING at a chosen leaf (not propagated).
+//! - [`purge`] / [`purge_finished`]: delete finished trees for good, archived first if asked
+//!   ([`JsonlArchive`], harel's line for line).
 //!
 //! All but `redrive` propagate to an orthogonal parent's regions, each its own execution.
 //! A DONE or CANCELLED execution is never changed.
@@ -31,11 +33,15 @@
 mod error;
 mod lifecycle;
 mod outcome;
+mod purge;
 mod redrive;
 mod write;
 
 pub use error::ControlError;
 pub use lifecycle::{cancel, cancel_with_reason, resume, suspend, terminate};
 pub use outcome::{CancelMode, Command, ControlOutcome, ControlStep, Enqueued};
+pub use purge::{
+    purge, purge_finished, Archive, JsonlArchive, PurgeFinished, PurgeReport, PURGEABLE,
+};
 pub use redrive::redrive;
 pub use write::RETRIES;

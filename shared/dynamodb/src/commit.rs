@@ -16,14 +16,15 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem,
 };
 use harel_model::pyjson::json_dumps;
-use harel_model::Execution;
+use harel_model::{Execution, Status};
+use harel_store::listing::{machine_status_key, sort_key, status_key};
 use harel_store::{Commit, StoreError, TimerOp};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::codec::{self, item_size, n_float, n_int, s, Item};
 use crate::errors;
-use crate::tables::Tables;
+use crate::tables::{Tables, LIST_MPK, LIST_PK, LIST_SK, PARENT, RETAIN_UNTIL};
 
 /// DynamoDB's limits on one transaction and one item.
 pub const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -65,6 +66,45 @@ pub struct Inputs<'a> {
     /// `None` = unknown (nothing to carry on the item).
     pub known_trace_max: Option<Option<u64>>,
     pub trace_max: usize,
+    /// How long finished work is kept (zero: forever), and the commit's wall-clock time.
+    pub retention: Retention,
+}
+
+/// SQS keeps a message at most 14 days: past that no redelivery can need its dedupe mark.
+pub const MARK_MIN_RETENTION_SECS: u64 = 15 * 24 * 3600;
+
+/// The TTLs a commit writes, in epoch seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Retention {
+    /// Zero: no TTL anywhere (keep forever).
+    pub secs: u64,
+    /// Epoch seconds of the commit.
+    pub now: f64,
+}
+
+impl Retention {
+    fn on(&self) -> bool {
+        self.secs > 0
+    }
+
+    /// The executions item's TTL: retention after it finished, only once DONE or CANCELLED
+    /// (FAILED awaits an operator; anything else is live).
+    pub fn execution(&self, exe: &Execution) -> Option<u64> {
+        let finished = matches!(exe.status, Status::Done | Status::Cancelled);
+        (self.on() && finished)
+            .then(|| exe.finished_at.unwrap_or(self.now).max(0.0) as u64 + self.secs)
+    }
+
+    /// A dedupe mark's TTL: it must outlive any redelivery of its message.
+    pub fn mark(&self) -> Option<u64> {
+        self.on()
+            .then(|| self.now.max(0.0) as u64 + self.secs.max(MARK_MIN_RETENTION_SECS))
+    }
+
+    /// A trace row's TTL: retention after it was written.
+    pub fn trace(&self) -> Option<u64> {
+        self.on().then(|| self.now.max(0.0) as u64 + self.secs)
+    }
 }
 
 fn put(table: String, item: Item) -> Put {
@@ -106,6 +146,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         spawn_base,
         known_trace_max,
         trace_max,
+        retention,
     } = input;
     let old = exe.version;
     let mut bumped = exe.clone();
@@ -130,6 +171,21 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     exe_item.insert("definition_id".into(), s(exe.definition_id.as_str()));
     if let Some(idx) = trace_idx {
         exe_item.insert(TRACE_IDX_ATTR.into(), n_int(idx));
+    }
+    // the listing indexes' keys: they change only with the status (the sort key is fixed at
+    // creation), so a commit that keeps the status writes no index item
+    let child = exe.parent_id.is_some();
+    exe_item.insert(LIST_PK.into(), s(status_key(exe.status, child)));
+    exe_item.insert(
+        LIST_MPK.into(),
+        s(machine_status_key(&exe.definition_id, exe.status, child)),
+    );
+    exe_item.insert(LIST_SK.into(), s(sort_key(exe)));
+    if let Some(parent) = &exe.parent_id {
+        exe_item.insert(PARENT.into(), s(parent.as_str()));
+    }
+    if let Some(until) = retention.execution(exe) {
+        exe_item.insert(RETAIN_UNTIL.into(), n_int(until));
     }
     let exe_size = item_size(&exe_item);
     if exe_size > MAX_ITEM_BYTES {
@@ -204,6 +260,9 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         let mut item = Item::new();
         item.insert("execution_id".into(), s(exe.id.as_str()));
         item.insert("event_id".into(), s(event_id.as_str()));
+        if let Some(until) = retention.mark() {
+            item.insert(RETAIN_UNTIL.into(), n_int(until));
+        }
         let size = item_size(&item);
         mark_item = Some(puts.len());
         puts.push((
@@ -254,6 +313,9 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
             "entry".into(),
             s(json_dumps(&Value::Object(entry.clone()), false)),
         );
+        if let Some(until) = retention.trace() {
+            item.insert(RETAIN_UNTIL.into(), n_int(until));
+        }
         let size = item_size(&item);
         trace_item = Some(puts.len());
         // guarded: an idx someone else wrote meanwhile (harel's standalone `append_trace`)

@@ -7,12 +7,13 @@
 pub mod codec;
 pub mod commit;
 pub mod errors;
+mod list;
 pub mod seq;
 pub mod tables;
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder;
@@ -21,18 +22,18 @@ use aws_sdk_dynamodb::types::{
     WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
-use base64::Engine as _;
-use harel_model::{Event, Execution, ExecutionPage, ExecutionSummary, Object, SmolStr};
+use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr};
 use harel_store::{
-    memory::matches, Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry,
-    StoreError, StoreResult, DEFAULT_TRACE_MAX,
+    Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreError, StoreResult,
+    DEFAULT_TRACE_MAX,
 };
 
 use codec::{get_f64, get_opt_s, get_s, get_u64, n_int, py_decimal_str, s, Item};
-use commit::{Outcome, TRACE_IDX_ATTR};
+use commit::{Outcome, Retention, TRACE_IDX_ATTR};
+pub use list::ScanProgress;
 use seq::ClockSeqs;
 pub use seq::SeqAllocation;
-pub use tables::{Tables, TablesError};
+pub use tables::{Tables, TablesError, RETAIN_UNTIL};
 
 /// How many times a commit is re-laid out after a seq or trace-idx collision.
 const COLLISION_ATTEMPTS: usize = 4;
@@ -74,6 +75,10 @@ pub struct DynamoDbStore {
     trace_known: Mutex<HashMap<String, (u64, Option<u64>)>>,
     /// Strongly consistent `load`/`load_for_event`/`is_processed` (the default).
     consistent_reads: bool,
+    /// How long finished work is kept, in seconds (zero: forever).
+    retention_secs: u64,
+    /// Told after each page of a `scan` listing.
+    scan_progress: Option<Arc<ScanProgress>>,
 }
 
 impl DynamoDbStore {
@@ -87,7 +92,34 @@ impl DynamoDbStore {
             clock: ClockSeqs::default(),
             trace_known: Mutex::new(HashMap::new()),
             consistent_reads: true,
+            retention_secs: 0,
+            scan_progress: None,
         })
+    }
+
+    /// Keep finished work this long, then let DynamoDB's TTL remove it (zero, the default:
+    /// keep forever). A commit that makes an execution DONE or CANCELLED stamps its item
+    /// `retain_until` = finished_at + retention; dedupe marks get write time +
+    /// max(retention, 15 days) (SQS redelivers for up to 14 days), trace rows write time +
+    /// retention. FAILED and live executions carry none.
+    pub fn with_retention(mut self, retention: Duration) -> Self {
+        self.retention_secs = retention.as_secs();
+        self
+    }
+
+    /// Called after each page a `scan` listing reads, with the pages and items read so far.
+    pub fn set_scan_progress(&mut self, progress: Arc<ScanProgress>) {
+        self.scan_progress = Some(progress);
+    }
+
+    fn retention_now(&self) -> Retention {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        Retention {
+            secs: self.retention_secs,
+            now,
+        }
     }
 
     /// The trace ring size (0: unbounded). Set it once, at startup, as harel requires.
@@ -334,20 +366,35 @@ impl DynamoDbStore {
         Ok(exe)
     }
 
-    /// Scan a whole table, following `LastEvaluatedKey` through every page.
-    async fn scan_all(
+    /// Scan a whole table, following `LastEvaluatedKey` through every page. Not an `async
+    /// fn` around `scan_pages`: one more nested future would push the sweeper's main future
+    /// past the compiler's layout depth limit.
+    fn scan_all<'a>(
+        &'a self,
+        table: &'a str,
+        configure: impl Fn(ScanFluentBuilder) -> ScanFluentBuilder + 'a,
+    ) -> impl std::future::Future<Output = StoreResult<Vec<Item>>> + 'a {
+        self.scan_pages(table, configure, |_, _| {})
+    }
+
+    /// `scan_all`, telling `on_page` the pages and items read after each page.
+    async fn scan_pages(
         &self,
         table: &str,
         configure: impl Fn(ScanFluentBuilder) -> ScanFluentBuilder,
+        on_page: impl Fn(usize, usize),
     ) -> StoreResult<Vec<Item>> {
         let mut items = Vec::new();
         let mut start: Option<Item> = None;
+        let mut pages = 0;
         loop {
             let req = configure(self.client.scan().table_name(table))
                 .set_exclusive_start_key(start.take())
                 .return_consumed_capacity(ReturnConsumedCapacity::Total);
             let resp = req.send().await.map_err(|e| errors::classify("Scan", &e))?;
             items.extend(resp.items().iter().cloned());
+            pages += 1;
+            on_page(pages, items.len());
             match resp.last_evaluated_key() {
                 Some(key) if !key.is_empty() => start = Some(key.clone()),
                 _ => return Ok(items),
@@ -425,9 +472,11 @@ impl DynamoDbStore {
     }
 
     async fn put_trace(&self, execution_id: &str, idx: u64, entry: &Object) -> StoreResult<()> {
+        let retain = self.retention_now().trace();
         self.client
             .put_item()
             .table_name(self.tables.trace())
+            .set_item(retain.map(|until| HashMap::from([(RETAIN_UNTIL.to_string(), n_int(until))])))
             .item("execution_id", s(execution_id))
             .item("idx", n_int(idx))
             .item(
@@ -452,24 +501,6 @@ impl DynamoDbStore {
         }
         Ok(())
     }
-}
-
-fn decode_cursor(cursor: Option<&str>) -> StoreResult<usize> {
-    let Some(c) = cursor else { return Ok(0) };
-    base64::engine::general_purpose::URL_SAFE
-        .decode(c)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .and_then(|t| t.parse().ok())
-        .ok_or_else(|| {
-            StoreError::Other(format!(
-                "invalid list cursor {c:?}: pass the next_cursor of a previous page"
-            ))
-        })
-}
-
-fn encode_cursor(offset: usize) -> String {
-    base64::engine::general_purpose::URL_SAFE.encode(offset.to_string())
 }
 
 impl ExecutionStore for DynamoDbStore {
@@ -573,6 +604,7 @@ impl ExecutionStore for DynamoDbStore {
                 spawn_base,
                 known_trace_max,
                 trace_max: self.trace_max,
+                retention: self.retention_now(),
             })?;
             let result = commit::request(&self.client, &plan)
                 .send()
@@ -643,46 +675,7 @@ impl ExecutionStore for DynamoDbStore {
     }
 
     async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
-        // harel 0.9.0 drains every Scan page (a Scan `Limit` bounds items examined, not
-        // matched), filters client-side, and pages the matches by an offset cursor
-        let off = decode_cursor(query.cursor.as_deref())?;
-        let table = self.tables.executions();
-        let definition_id = query.definition_id.clone();
-        let rows = self
-            .scan_all(&table, |req| {
-                let req = req
-                    .projection_expression("#dat,#v")
-                    .expression_attribute_names("#dat", "data")
-                    .expression_attribute_names("#v", "version");
-                match &definition_id {
-                    Some(def) => req
-                        .expression_attribute_names("#def", "definition_id")
-                        .filter_expression("#def = :def")
-                        .expression_attribute_values(":def", s(def)),
-                    None => req,
-                }
-            })
-            .await?;
-        let mut matched = Vec::new();
-        for item in &rows {
-            let data = get_s(item, "data").map_err(|e| errors::corrupt(&table, e))?;
-            let exe = Execution::from_json(data)
-                .map_err(|e| StoreError::Corrupt(format!("{table}: execution data: {e}")))?;
-            let mut summary = ExecutionSummary::of(&exe);
-            summary.version = get_u64(item, "version").unwrap_or(0);
-            if matches(&summary, query) {
-                matched.push(summary);
-            }
-        }
-        let items: Vec<ExecutionSummary> = matched
-            .iter()
-            .skip(off)
-            .take(query.limit)
-            .cloned()
-            .collect();
-        let next_cursor =
-            (off + query.limit < matched.len()).then(|| encode_cursor(off + query.limit));
-        Ok(ExecutionPage { items, next_cursor })
+        self.list(query).await
     }
 
     async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {
@@ -838,6 +831,21 @@ impl ExecutionStore for DynamoDbStore {
     }
 
     async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
+        self.ids_with_prefix_scan(prefix).await
+    }
+
+    async fn descendant_ids(&self, root_id: &str) -> StoreResult<Vec<String>> {
+        self.tree_by_parent(root_id).await
+    }
+
+    async fn purge(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
+        self.purge_one(execution_id, expected_version).await
+    }
+}
+
+impl DynamoDbStore {
+    /// harel's `ids_with_prefix`: a Scan of the whole table.
+    async fn ids_with_prefix_scan(&self, prefix: &str) -> StoreResult<Vec<String>> {
         let table = self.tables.executions();
         let rows = self
             .scan_all(&table, |r| {
@@ -856,7 +864,7 @@ impl ExecutionStore for DynamoDbStore {
             .collect()
     }
 
-    async fn purge(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
+    async fn purge_one(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
         let result = self
             .client
             .delete_item()

@@ -1,11 +1,38 @@
 //! The seven tables of harel's `DynamoDBStore` under one prefix, and their idempotent
-//! creation (`_ensure_tables`): same names, key schemas and billing mode.
+//! creation (`_ensure_tables`): same names, key schemas and billing mode. Ours add, on the
+//! executions table only, the two listing indexes and, on the tables that grow with finished
+//! work, a TTL attribute; harel Python never reads either, so it shares the tables unchanged.
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use std::time::Duration;
+
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
+    GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
 };
 use aws_sdk_dynamodb::Client;
+
+/// The executions' listing index by status partition (`list_pk`, `list_sk`).
+pub const BY_STATUS: &str = "by_status";
+/// The executions' listing index by machine and status (`list_mpk`, `list_sk`).
+pub const BY_MACHINE_STATUS: &str = "by_machine_status";
+/// The index attributes the store writes on every executions item (see `commit`).
+pub const LIST_PK: &str = "list_pk";
+pub const LIST_MPK: &str = "list_mpk";
+pub const LIST_SK: &str = "list_sk";
+/// The children of an execution (sparse: only children carry `PARENT`), for `purge` to walk
+/// a tree without a Scan.
+pub const BY_PARENT: &str = "by_parent";
+pub const PARENT: &str = "parent_pk";
+/// The TTL attribute (epoch seconds) of the executions, processed and trace tables. Not
+/// `expires_at`: that is harel's own field inside the Execution JSON.
+pub const RETAIN_UNTIL: &str = "retain_until";
+/// The tables that carry `RETAIN_UNTIL`.
+const TTL_TABLES: [&str; 3] = ["executions", "processed", "trace"];
+/// How long `ensure` waits for an index added to an existing table to become ACTIVE (DynamoDB
+/// backfills it from the table first, and takes one index change at a time).
+const INDEX_WAIT: Duration = Duration::from_secs(30 * 60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum TablesError {
@@ -14,6 +41,51 @@ pub enum TablesError {
     BadPrefix(String),
     #[error("creating table {table}: {message}")]
     Create { table: String, message: String },
+    #[error("adding index {index} to table {table}: {message}")]
+    Index {
+        table: String,
+        index: String,
+        message: String,
+    },
+    #[error("enabling the {RETAIN_UNTIL} TTL on table {table}: {message}")]
+    Ttl { table: String, message: String },
+}
+
+fn key(attr: &str, role: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(attr)
+        .key_type(role)
+        .build()
+        .expect("name and key type are set")
+}
+
+fn s_attr(attr: &str) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(attr)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .expect("name and type are set")
+}
+
+fn keys_only() -> Projection {
+    Projection::builder()
+        .projection_type(ProjectionType::KeysOnly)
+        .build()
+}
+
+/// (index, partition attribute, sort attribute), keys only: a listing page reads its rows
+/// with one BatchGetItem, so the indexes stay small, and are written only when a key changes
+/// (a status change; a child's parent never changes).
+pub const INDEXES: [(&str, &str, Option<&str>); 3] = [
+    (BY_STATUS, LIST_PK, Some(LIST_SK)),
+    (BY_MACHINE_STATUS, LIST_MPK, Some(LIST_SK)),
+    (BY_PARENT, PARENT, None),
+];
+
+fn index_keys(pk: &str, sk: Option<&str>) -> Vec<KeySchemaElement> {
+    let mut keys = vec![key(pk, KeyType::Hash)];
+    keys.extend(sk.map(|sk| key(sk, KeyType::Range)));
+    keys
 }
 
 /// Table names for one prefix: `{prefix}_executions`, ...
@@ -123,15 +195,172 @@ impl Tables {
                             .expect("name and type are set"),
                     );
             }
-            if let Err(err) = req.send().await {
-                if err.code() != Some("ResourceInUseException") {
+            if suffix == "executions" {
+                req = req.attribute_definitions(s_attr(LIST_SK));
+                for (index, pk, sk) in INDEXES {
+                    req = req
+                        .attribute_definitions(s_attr(pk))
+                        .global_secondary_indexes(
+                            GlobalSecondaryIndex::builder()
+                                .index_name(index)
+                                .set_key_schema(Some(index_keys(pk, sk)))
+                                .projection(keys_only())
+                                .build()
+                                .expect("name and keys are set"),
+                        );
+                }
+            }
+            match req.send().await {
+                Ok(_) => {}
+                Err(err) if err.code() == Some("ResourceInUseException") => {
+                    if suffix == "executions" {
+                        self.add_missing_indexes(client, &table).await?;
+                    }
+                }
+                Err(err) => {
                     return Err(TablesError::Create {
                         table,
                         message: crate::errors::describe(&err),
-                    });
+                    })
                 }
             }
         }
+        for suffix in TTL_TABLES {
+            self.enable_ttl(client, &self.name(suffix)).await?;
+        }
+        Ok(())
+    }
+
+    /// An executions table created by harel Python (or an earlier release) lacks the listing
+    /// indexes: add each (UpdateTable takes one index at a time) and wait until it is ACTIVE,
+    /// since DynamoDB refuses a query on an index still backfilling.
+    async fn add_missing_indexes(&self, client: &Client, table: &str) -> Result<(), TablesError> {
+        for (index, pk, sk) in INDEXES {
+            let err = |message: String| TablesError::Index {
+                table: table.to_string(),
+                index: index.to_string(),
+                message,
+            };
+            if self
+                .index_status(client, table)
+                .await
+                .map_err(&err)?
+                .0
+                .iter()
+                .any(|(n, _)| n == index)
+            {
+                continue;
+            }
+            let mut update = client
+                .update_table()
+                .table_name(table)
+                .attribute_definitions(s_attr(pk));
+            if let Some(sk) = sk {
+                update = update.attribute_definitions(s_attr(sk));
+            }
+            update
+                .global_secondary_index_updates(
+                    GlobalSecondaryIndexUpdate::builder()
+                        .create(
+                            CreateGlobalSecondaryIndexAction::builder()
+                                .index_name(index)
+                                .set_key_schema(Some(index_keys(pk, sk)))
+                                .projection(keys_only())
+                                .build()
+                                .expect("name, keys and projection are set"),
+                        )
+                        .build(),
+                )
+                .send()
+                .await
+                .map_err(|e| err(crate::errors::describe(&e)))?;
+            let started = std::time::Instant::now();
+            loop {
+                let (indexes, table_status) =
+                    self.index_status(client, table).await.map_err(&err)?;
+                let ready = table_status == Some(TableStatus::Active)
+                    && indexes
+                        .iter()
+                        .all(|(_, s)| s.as_ref().is_none_or(|s| *s == IndexStatus::Active));
+                if ready {
+                    break;
+                }
+                if started.elapsed() > INDEX_WAIT {
+                    return Err(err(format!(
+                        "still not ACTIVE after {} minutes; run again once it is",
+                        INDEX_WAIT.as_secs() / 60
+                    )));
+                }
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// The table's indexes with their status, and the table's status.
+    async fn index_status(
+        &self,
+        client: &Client,
+        table: &str,
+    ) -> Result<(Vec<(String, Option<IndexStatus>)>, Option<TableStatus>), String> {
+        let resp = client
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(|e| crate::errors::describe(&e))?;
+        let desc = resp.table();
+        let indexes = desc
+            .map(|t| {
+                t.global_secondary_indexes()
+                    .iter()
+                    .map(|g| {
+                        (
+                            g.index_name().unwrap_or_default().to_string(),
+                            g.index_status().cloned(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok((indexes, desc.and_then(|t| t.table_status().cloned())))
+    }
+
+    /// Turn on the `RETAIN_UNTIL` TTL unless some TTL is already on (DynamoDB refuses to
+    /// enable it twice, and a table has one TTL attribute: one the operator chose is kept).
+    async fn enable_ttl(&self, client: &Client, table: &str) -> Result<(), TablesError> {
+        let err = |message: String| TablesError::Ttl {
+            table: table.to_string(),
+            message,
+        };
+        let current = client
+            .describe_time_to_live()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(|e| err(crate::errors::describe(&e)))?;
+        let status = current
+            .time_to_live_description()
+            .and_then(|d| d.time_to_live_status());
+        if matches!(
+            status,
+            Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+        ) {
+            return Ok(());
+        }
+        client
+            .update_time_to_live()
+            .table_name(table)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .attribute_name(RETAIN_UNTIL)
+                    .enabled(true)
+                    .build()
+                    .expect("name and flag are set"),
+            )
+            .send()
+            .await
+            .map_err(|e| err(crate::errors::describe(&e)))?;
         Ok(())
     }
 }

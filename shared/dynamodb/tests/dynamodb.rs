@@ -8,7 +8,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::faults::{faulty_client, retrying_faulty_client, Fault};
 use harel_dynamodb::DynamoDbStore;
-use harel_model::{Event, Execution, Object};
+use harel_model::{Event, Execution, Object, Status};
 use harel_store::{Commit, ExecutionStore, ListQuery, Spawn, StoreError, TimerOp};
 use serde_json::json;
 
@@ -539,24 +539,27 @@ async fn listing_spans_more_than_one_scan_page() {
         first.last_evaluated_key().is_some(),
         "more than one Scan page"
     );
-    let mut seen = std::collections::HashSet::new();
-    let mut q = ListQuery {
-        limit: 7,
-        ..ListQuery::default()
-    };
-    loop {
-        let page = store.list_executions(&q).await.expect("list");
-        assert!(
-            page.items.len() == 7 || page.next_cursor.is_none(),
-            "full pages until the last"
-        );
-        seen.extend(page.items.into_iter().map(|s| s.id));
-        match page.next_cursor {
-            Some(c) => q.cursor = Some(c),
-            None => break,
+    for scan in [true, false] {
+        let mut seen = std::collections::HashSet::new();
+        let mut q = ListQuery {
+            limit: 7,
+            scan,
+            ..ListQuery::default()
+        };
+        loop {
+            let page = store.list_executions(&q).await.expect("list");
+            assert!(
+                page.items.len() == 7 || page.next_cursor.is_none(),
+                "full pages until the last (scan {scan})"
+            );
+            seen.extend(page.items.into_iter().map(|s| s.id));
+            match page.next_cursor {
+                Some(c) => q.cursor = Some(c),
+                None => break,
+            }
         }
+        assert_eq!(seen.len(), 30, "scan {scan}");
     }
-    assert_eq!(seen.len(), 30);
 }
 
 #[tokio::test]
@@ -661,4 +664,230 @@ async fn keys_left_unprocessed_by_batch_get_are_asked_again() {
     assert_eq!(faults.pending(), 0, "the throttled answer was served");
     assert_eq!(loaded.map(|e| e.version), Some(1));
     assert!(done);
+}
+
+/// A listing costs what it asks for: with 200 finished executions beside 3 running ones, a
+/// page of RUNNING (by status, or by machine and status) reads at most limit+1 keys per
+/// partition and `limit` items, and the scan listing reads the whole table.
+#[tokio::test]
+async fn listing_by_index_reads_the_page_not_the_table() {
+    let (client, reads) = common::reads::counting_client(&common::endpoint()).await;
+    let store = common::store_on(client, 200).await;
+    for i in 0..203 {
+        let mut e = new_exe(&format!("x{i:03}"));
+        e.status = if i % 70 == 0 {
+            Status::Running
+        } else {
+            Status::Done
+        };
+        e.created_at = Some(1_700_000_000.0 + i as f64);
+        store
+            .commit(&mut e, Commit::default())
+            .await
+            .expect("insert");
+    }
+    reads.take();
+    let running = |machine: Option<&str>, scan| ListQuery {
+        status: Some(vec![Status::Running]),
+        definition_id: machine.map(str::to_string),
+        limit: 2,
+        scan,
+        ..ListQuery::default()
+    };
+    for machine in [None, Some("def")] {
+        let page = store
+            .list_executions(&running(machine, false))
+            .await
+            .expect("index");
+        let ids: Vec<String> = page.items.iter().map(|s| s.id.clone()).collect();
+        assert_eq!(ids, ["x140", "x070"], "newest first ({machine:?})");
+        let tally = reads.take();
+        // root and child partitions: 2 Queries of at most 3 keys, 1 BatchGetItem of 2 items
+        assert_eq!(
+            tally.ops,
+            ["Query", "Query", "BatchGetItem"],
+            "({machine:?})"
+        );
+        assert!(tally.items_read <= 2 * 3 + 2, "{tally:?}");
+        let rest = store
+            .list_executions(&ListQuery {
+                cursor: page.next_cursor.clone(),
+                ..running(machine, false)
+            })
+            .await
+            .expect("next page");
+        assert_eq!(rest.items.len(), 1);
+        assert_eq!(rest.items[0].id, "x000");
+        assert!(rest.next_cursor.is_none());
+        reads.take();
+    }
+    let scanned = store
+        .list_executions(&running(None, true))
+        .await
+        .expect("scan");
+    assert_eq!(scanned.items.len(), 2);
+    assert!(reads.take().items_read >= 203, "the scan reads every row");
+    // no status: every status partition, still O(limit) items
+    let any = store
+        .list_executions(&ListQuery {
+            limit: 5,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("all statuses");
+    assert_eq!(any.items[0].id, "x202");
+    let tally = reads.take();
+    assert!(tally.items_read <= 14 * 6 + 5, "{tally:?}");
+}
+
+/// A revive (a finished execution running again) drops `retain_until`; FAILED keeps none;
+/// retention zero writes none anywhere.
+#[tokio::test]
+async fn retention_stamps_finished_executions_marks_and_trace() {
+    let day = 24 * 3600;
+    let store = common::store(200)
+        .await
+        .with_retention(Duration::from_secs(3 * day));
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs()
+    };
+    let raw = |table: String, id: &'static str| {
+        let store = &store;
+        async move {
+            scan(store, table)
+                .await
+                .into_iter()
+                .filter(|i| {
+                    i.get("id").or(i.get("execution_id")) == Some(&AttributeValue::S(id.into()))
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let retain = |item: &std::collections::HashMap<String, AttributeValue>| {
+        item.get("retain_until").map(|_| {
+            attr_n(item, "retain_until")
+                .parse::<u64>()
+                .expect("epoch seconds")
+        })
+    };
+    let mut e = new_exe("ret");
+    e.status = Status::Running;
+    let before = now();
+    store
+        .commit(
+            &mut e,
+            Commit {
+                processed_event_id: Some("ev1".into()),
+                trace: Some(obj(json!({"event_kind": "Start"}))),
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("running");
+    let t = store.tables().clone();
+    assert_eq!(
+        retain(&raw(t.executions(), "ret").await[0]),
+        None,
+        "live: no TTL"
+    );
+    let mark = retain(&raw(t.processed(), "ret").await[0]).expect("a mark's TTL");
+    assert!(
+        (before + 15 * day..=now() + 15 * day).contains(&mark),
+        "a mark outlives SQS redelivery: {mark}"
+    );
+    let step = retain(&raw(t.trace(), "ret").await[0]).expect("a trace row's TTL");
+    assert!(
+        (before + 3 * day..=now() + 3 * day).contains(&step),
+        "{step}"
+    );
+
+    e.status = Status::Done;
+    e.finished_at = Some(1_800_000_000.75);
+    store.commit(&mut e, Commit::default()).await.expect("done");
+    assert_eq!(
+        retain(&raw(t.executions(), "ret").await[0]),
+        Some(1_800_000_000 + 3 * day),
+        "finished_at + retention"
+    );
+    e.status = Status::Running;
+    e.finished_at = None;
+    store
+        .commit(&mut e, Commit::default())
+        .await
+        .expect("revived");
+    assert_eq!(
+        retain(&raw(t.executions(), "ret").await[0]),
+        None,
+        "a revive drops it"
+    );
+    e.status = Status::Cancelled;
+    e.finished_at = Some(1_800_000_100.0);
+    store
+        .commit(&mut e, Commit::default())
+        .await
+        .expect("cancelled");
+    assert_eq!(
+        retain(&raw(t.executions(), "ret").await[0]),
+        Some(1_800_000_100 + 3 * day)
+    );
+    let mut f = new_exe("failed");
+    f.status = Status::Failed;
+    f.finished_at = Some(1_800_000_000.0);
+    store
+        .commit(&mut f, Commit::default())
+        .await
+        .expect("failed");
+    assert_eq!(
+        retain(&raw(t.executions(), "failed").await[0]),
+        None,
+        "FAILED awaits an operator"
+    );
+    store
+        .append_trace("failed", obj(json!({"event_kind": "Manual"})))
+        .await
+        .expect("append");
+    assert!(
+        retain(&raw(t.trace(), "failed").await[0]).is_some(),
+        "standalone trace rows too"
+    );
+
+    // the TTL is on for the three tables that keep finished work
+    for table in [t.executions(), t.processed(), t.trace()] {
+        let ttl = store
+            .client()
+            .describe_time_to_live()
+            .table_name(&table)
+            .send()
+            .await
+            .expect("describe ttl");
+        let d = ttl.time_to_live_description().expect("ttl");
+        assert_eq!(d.attribute_name(), Some("retain_until"), "{table}");
+    }
+
+    let keep = common::store(200).await;
+    let mut k = new_exe("kept");
+    k.status = Status::Done;
+    k.finished_at = Some(1_800_000_000.0);
+    keep.commit(
+        &mut k,
+        Commit {
+            processed_event_id: Some("ev".into()),
+            trace: Some(obj(json!({"event_kind": "End"}))),
+            ..Commit::default()
+        },
+    )
+    .await
+    .expect("kept");
+    let kt = keep.tables().clone();
+    for table in [kt.executions(), kt.processed(), kt.trace()] {
+        for item in scan(&keep, table.clone()).await {
+            assert!(
+                !item.contains_key("retain_until"),
+                "retention 0 keeps {table} forever"
+            );
+        }
+    }
 }

@@ -319,3 +319,97 @@ async fn counter_seqs_continue_harels_counter() {
     let updated = harel(&p, "update", "pyc", &[]);
     assert_eq!(updated["seqs"], json!([last_py + 2]));
 }
+
+/// Tables harel created get the listing indexes from `ensure_tables`; the index listing finds
+/// what we write, `scan` also finds what harel Python wrote (its Put drops the index
+/// attributes, so a row harel last wrote leaves the index), and harel's own listing still
+/// sees every row.
+#[tokio::test]
+async fn listing_indexes_join_tables_harel_created() {
+    let prefix = common::fresh_prefix();
+    harel(&prefix, "schema", "-", &[]);
+    let store = DynamoDbStore::new(common::client().await, &prefix).expect("prefix");
+    let before = store
+        .client()
+        .describe_table()
+        .table_name(store.tables().executions())
+        .send()
+        .await
+        .expect("describe");
+    assert!(
+        before
+            .table()
+            .expect("table")
+            .global_secondary_indexes()
+            .is_empty(),
+        "harel creates no index"
+    );
+    store.ensure_tables().await.expect("indexes added");
+    store
+        .ensure_tables()
+        .await
+        .expect("and again: nothing to add");
+    let after = store
+        .client()
+        .describe_table()
+        .table_name(store.tables().executions())
+        .send()
+        .await
+        .expect("describe");
+    let mut names: Vec<String> = after
+        .table()
+        .expect("table")
+        .global_secondary_indexes()
+        .iter()
+        .filter_map(|g| g.index_name().map(str::to_string))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["by_machine_status", "by_parent", "by_status"]);
+
+    harel(&prefix, "write", "py-row", &[]);
+    for id in ["rs-row", "rs-then-py"] {
+        let mut e = harel_model::Execution::new("compat").with_id(id);
+        e.status = harel_model::Status::Running;
+        e.created_at = Some(1_700_000_000.0);
+        store
+            .commit(&mut e, Commit::default())
+            .await
+            .expect("insert");
+    }
+    harel(&prefix, "update", "rs-then-py", &[]);
+    let running = |scan| harel_store::ListQuery {
+        status: Some(vec![harel_model::Status::Running]),
+        scan,
+        ..harel_store::ListQuery::default()
+    };
+    let ids = |page: harel_model::ExecutionPage| {
+        let mut v: Vec<String> = page.items.into_iter().map(|s| s.id).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        ids(store.list_executions(&running(false)).await.expect("index")),
+        ["rs-row"],
+        "the index holds the rows we wrote last"
+    );
+    assert_eq!(
+        ids(store.list_executions(&running(true)).await.expect("scan")),
+        ["py-row", "rs-row", "rs-then-py"],
+        "the scan finds every row"
+    );
+    assert_eq!(
+        harel(&prefix, "listed", "-", &["RUNNING"])["ids"],
+        json!(["py-row", "rs-row", "rs-then-py"]),
+        "harel's listing reads our rows"
+    );
+    // our next commit puts a row harel wrote back into the index
+    let mut back = store.load("rs-then-py").await.expect("load").expect("row");
+    store
+        .commit(&mut back, Commit::default())
+        .await
+        .expect("commit");
+    assert_eq!(
+        ids(store.list_executions(&running(false)).await.expect("index")),
+        ["rs-row", "rs-then-py"]
+    );
+}

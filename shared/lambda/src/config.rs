@@ -30,6 +30,12 @@ pub const TRACE: &str = "HAREL_TRACE";
 pub const TRACE_MAX: &str = "HAREL_TRACE_MAX";
 /// harel's `DEFAULT_TRACE_MAX`.
 pub const DEFAULT_TRACE_MAX: usize = 200;
+/// Days finished work is kept before DynamoDB's TTL removes it (0: forever). See
+/// `DynamoDbStore::with_retention` for what expires when.
+pub const RETENTION_DAYS: &str = "HAREL_RETENTION_DAYS";
+pub const DEFAULT_RETENTION_DAYS: u64 = 30;
+/// A century: past that a retention is a typo, and epoch seconds would stop being dates.
+const MAX_RETENTION_DAYS: u64 = 36_500;
 pub const REGION: &str = "AWS_REGION";
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 
@@ -74,6 +80,9 @@ pub struct Config {
     pub trace: bool,
     /// The trace ring: steps kept per execution (harel's `trace_max`, default 200).
     pub trace_max: usize,
+    /// How long finished executions, their dedupe marks and trace rows are kept (zero:
+    /// forever).
+    pub retention: Duration,
 }
 
 impl Config {
@@ -236,7 +245,27 @@ impl Config {
             idempotency_expiry: seconds(IDEMPOTENCY_EXPIRY, 3600.0)?,
             trace,
             trace_max,
+            retention: match get(RETENTION_DAYS) {
+                None => retention_days(DEFAULT_RETENTION_DAYS),
+                Some(v) => parse_retention_days(&v)?,
+            },
         })
+    }
+}
+
+fn retention_days(days: u64) -> Duration {
+    Duration::from_secs(days * 24 * 3600)
+}
+
+/// `HAREL_RETENTION_DAYS` (also the CLI's `--retention-days`): whole days, 0 = keep forever.
+pub fn parse_retention_days(value: &str) -> Result<Duration, ConfigError> {
+    match value.trim().parse::<u64>() {
+        Ok(days) if days <= MAX_RETENTION_DAYS => Ok(retention_days(days)),
+        _ => Err(invalid(
+            RETENTION_DAYS,
+            value,
+            &format!("expected whole days from 0 (keep forever) to {MAX_RETENTION_DAYS}"),
+        )),
     }
 }
 
@@ -392,6 +421,27 @@ mod tests {
             e.push((TRACE_MAX, "3"));
             let c = Config::from_lookup(Role::Relay, env(&e)).expect("valid");
             assert_eq!((c.trace, c.trace_max), (on, 3), "{value}");
+        }
+    }
+
+    #[test]
+    fn retention_defaults_to_30_days_and_0_keeps_forever() {
+        let c = Config::from_lookup(Role::Worker, env(&BASE)).expect("valid");
+        assert_eq!(c.retention, Duration::from_secs(30 * 86400));
+        for (value, secs) in [("0", 0), (" 7 ", 7 * 86400)] {
+            let mut e = BASE.to_vec();
+            e.push((RETENTION_DAYS, value));
+            let c = Config::from_lookup(Role::Relay, env(&e)).expect("valid");
+            assert_eq!(c.retention, Duration::from_secs(secs), "{value:?}");
+        }
+        for bad in ["-1", "1.5", "30d", "36501"] {
+            let mut e = BASE.to_vec();
+            e.push((RETENTION_DAYS, bad));
+            let err = Config::from_lookup(Role::Sweeper, env(&e)).expect_err(bad);
+            assert!(
+                err.to_string().starts_with("HAREL_RETENTION_DAYS="),
+                "{err}"
+            );
         }
     }
 

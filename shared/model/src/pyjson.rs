@@ -17,11 +17,39 @@ use crate::pyrepr::py_float_repr;
 /// objects keep their insertion order, as a Python dict does.
 pub fn json_dumps(value: &Value, sort_keys: bool) -> String {
     let mut out = String::new();
-    write_value(value, sort_keys, &mut out);
+    let style = Style {
+        sort_keys,
+        item_sep: ", ",
+        key_sep: ": ",
+        ensure_ascii: true,
+    };
+    write_value(value, &style, &mut out);
     out
 }
 
-fn write_value(value: &Value, sort_keys: bool, out: &mut String) {
+/// `json.dumps(value, separators=(",", ":"), ensure_ascii=False)`: the line harel's
+/// `JsonlArchive` writes.
+pub fn json_dumps_compact_utf8(value: &Value) -> String {
+    let mut out = String::new();
+    let style = Style {
+        sort_keys: false,
+        item_sep: ",",
+        key_sep: ":",
+        ensure_ascii: false,
+    };
+    write_value(value, &style, &mut out);
+    out
+}
+
+struct Style {
+    sort_keys: bool,
+    item_sep: &'static str,
+    key_sep: &'static str,
+    ensure_ascii: bool,
+}
+
+fn write_value(value: &Value, style: &Style, out: &mut String) {
+    let sort_keys = style.sort_keys;
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -30,14 +58,14 @@ fn write_value(value: &Value, sort_keys: bool, out: &mut String) {
             Some(f) if n.is_f64() => write_float(f, out),
             _ => out.push_str(&n.to_string()),
         },
-        Value::String(s) => write_string(s, out),
+        Value::String(s) => write_string(s, style.ensure_ascii, out),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(style.item_sep);
                 }
-                write_value(item, sort_keys, out);
+                write_value(item, style, out);
             }
             out.push(']');
         }
@@ -50,11 +78,11 @@ fn write_value(value: &Value, sort_keys: bool, out: &mut String) {
             out.push('{');
             for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(style.item_sep);
                 }
-                write_string(key, out);
-                out.push_str(": ");
-                write_value(item, sort_keys, out);
+                write_string(key, style.ensure_ascii, out);
+                out.push_str(style.key_sep);
+                write_value(item, style, out);
             }
             out.push('}');
         }
@@ -75,7 +103,9 @@ fn write_float(x: f64, out: &mut String) {
 
 /// `ensure_ascii` escaping: only printable ASCII (`' '..='~'`) is written as is, so DEL
 /// (0x7f) is escaped too, as CPython's encoder does.
-fn write_string(s: &str, out: &mut String) {
+/// Without `ensure_ascii`, CPython still escapes the control characters below 0x20 (and only
+/// those: DEL and everything non-ASCII is written as is).
+fn write_string(s: &str, ensure_ascii: bool, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -87,6 +117,7 @@ fn write_string(s: &str, out: &mut String) {
             '\u{08}' => out.push_str("\\b"),
             '\u{0c}' => out.push_str("\\f"),
             ' '..='~' => out.push(c),
+            c if !ensure_ascii && c >= ' ' => out.push(c),
             c => {
                 let mut units = [0u16; 2];
                 for unit in c.encode_utf16(&mut units) {
@@ -113,6 +144,17 @@ mod tests {
         assert_eq!(
             json_dumps(&v, true),
             r#"{"A": {}, "a": "\u00e9\ud83d\ude00\n\"", "b": [1, 2.0, 1e+16, 0.0001, true, null]}"#
+        );
+    }
+
+    #[test]
+    fn compact_utf8_as_jsonl_archive_writes_it() {
+        // json.dumps({"a": [1, 2.5, 1e-07, None], "é": "😀\x7f\x01\n"}, separators=(",", ":"),
+        //            ensure_ascii=False)
+        let v = json!({"a": [1, 2.5, 1e-7, null], "é": "\u{1F600}\u{7f}\u{1}\n"});
+        assert_eq!(
+            json_dumps_compact_utf8(&v),
+            "{\"a\":[1,2.5,1e-07,null],\"é\":\"\u{1F600}\u{7f}\\u0001\\n\"}"
         );
     }
 

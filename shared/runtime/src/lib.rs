@@ -18,6 +18,6 @@ pub use actions::{
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use driver::{ActionErrorPolicy, ActionKeys, CONTROL_EVENTS};
 pub use error::RuntimeError;
-pub use harel_control::ControlError;
+pub use harel_control::{Archive, ControlError, JsonlArchive, PurgeFinished, PurgeReport};
 pub use harel_engine::ActionError;
 pub use runner::{register, DurableRunner};

@@ -247,4 +247,29 @@ impl<S: ExecutionStore> DurableRunner<S> {
         .await?;
         self.loaded(execution_id).await
     }
+
+    /// Delete the finished tree rooted at `execution_id` for good (harel's `DurableRunner.purge`), archived
+    /// first if `archive` is given; `false` if there is no such execution.
+    pub async fn purge(
+        &self,
+        execution_id: &str,
+        archive: Option<&mut (dyn harel_control::Archive + Send + 'static)>,
+    ) -> Result<bool, RuntimeError> {
+        Ok(harel_control::purge(&self.store, execution_id, archive).await?)
+    }
+
+    /// Purge every root tree that finished more than `older_than` seconds ago by the
+    /// runner's clock (`harel_control::purge_finished`, which harel's runner leaves to
+    /// `harel.engine.control`); `options.now` is replaced by the clock's.
+    pub async fn purge_finished(
+        &self,
+        options: harel_control::PurgeFinished,
+        archive: Option<&mut (dyn harel_control::Archive + Send + 'static)>,
+    ) -> Result<harel_control::PurgeReport, RuntimeError> {
+        let options = harel_control::PurgeFinished {
+            now: self.clock.now(),
+            ..options
+        };
+        Ok(harel_control::purge_finished(&self.store, &options, archive).await?)
+    }
 }

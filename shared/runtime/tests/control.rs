@@ -258,3 +258,45 @@ async fn control_on_an_unknown_execution_is_not_found() {
         );
     }
 }
+
+#[tokio::test]
+async fn purge_finished_removes_old_finished_trees_by_the_runners_clock() {
+    let d = defn(json!({"start": "Both", "states": {
+        "Both": {"type": "OrthogonalState", "states": {
+            "Left": {"start": "L1", "states": {"L1": {}}},
+            "Right": {"start": "R1", "states": {"R1": {}}}}},
+        "Over": {"outcome": "success"}},
+        "transitions": [{"from": "Both", "to": "Over", "on_event": {"type": "End"}}]}));
+    let clock = ManualClock::new(1_000.0);
+    let runner = DurableRunner::new(MemoryStore::new(), [d]).with_clock(Arc::new(clock.clone()));
+    let p = runner.create("m", None, Some("p")).await.expect("create");
+    let regions: Vec<String> = p.children.keys().map(|k| k.to_string()).collect();
+    runner
+        .create("m", None, Some("live"))
+        .await
+        .expect("create");
+    runner.cancel("p", None).await.expect("cancel");
+    clock.advance(100.0);
+    let options = harel_runtime::PurgeFinished {
+        older_than: 50.0,
+        statuses: vec![Status::Done, Status::Cancelled],
+        include_undated: false,
+        limit: None,
+        dry_run: false,
+        now: 0.0,
+        scan: false,
+    };
+    let report = runner
+        .purge_finished(options.clone(), None)
+        .await
+        .expect("purge");
+    assert_eq!(report.purged, ["p"]);
+    for id in regions.iter().chain(["p".to_string()].iter()) {
+        assert!(runner.get(id).await.expect("load").is_none(), "{id}");
+    }
+    assert!(runner.get("live").await.expect("load").is_some());
+    assert!(
+        !runner.purge("p", None).await.expect("again"),
+        "already gone"
+    );
+}

@@ -19,8 +19,9 @@ macro_rules! contract_tests {
             insert_then_load, insert_of_existing_id_conflicts, stale_update_conflicts,
             commit_writes_every_part, racing_writers_exactly_one_wins, acks_remove_exactly_one,
             timers_schedule_cancel_and_guarded_delete, load_for_event_reports_the_dedupe_mark,
-            list_filters_and_pages, list_rejects_a_foreign_cursor, trace_ring_keeps_the_last_n,
-            append_trace_uses_the_given_index, ids_with_prefix_finds_a_tree, purge_removes_a_tree_node,
+            list_filters_and_pages, list_is_newest_first_by_status_machine_and_roots,
+            list_rejects_a_foreign_cursor, trace_ring_keeps_the_last_n,
+            append_trace_uses_the_given_index, ids_with_prefix_finds_a_tree, descendant_ids_cover_a_tree, purge_removes_a_tree_node,
             save_is_a_bare_commit, floats_round_trip_exactly,
             a_timer_cancelled_and_rearmed_in_one_commit_stays_armed,
             a_commit_for_a_processed_event_writes_nothing);
@@ -645,6 +646,150 @@ where
     );
 }
 
+/// The listing order and filters the indexed listing serves, and the `scan` listing alike:
+/// newest first (ties by id), pages stitched by cursor equal one big page, status / machine /
+/// roots filters, a status change moving the execution between listings.
+pub async fn list_is_newest_first_by_status_machine_and_roots<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let ns = unique("nf");
+    let statuses = [
+        Status::Running,
+        Status::Done,
+        Status::Running,
+        Status::Failed,
+    ];
+    let mut made = Vec::new();
+    for i in 0..12usize {
+        let mut e = exe(&format!("{ns}-{i:02}"));
+        e.definition_id = if i % 3 == 0 { "m1".into() } else { "m2".into() };
+        e.status = statuses[i % 4];
+        // two pairs share a creation time: the id breaks the tie
+        e.created_at = Some(1_700_000_000.25 + (i / 2 * 2 + (i % 2) * (i % 4 / 2)) as f64);
+        if i % 5 == 4 {
+            e.parent_id = Some(format!("{ns}-00").into());
+        }
+        ok(store.commit(&mut e, Commit::default()).await, "insert");
+        made.push(e);
+    }
+    let expect = |f: &dyn Fn(&Execution) -> bool| -> Vec<String> {
+        let mut v: Vec<&Execution> = made.iter().filter(|e| f(e)).collect();
+        v.sort_by(|a, b| {
+            b.created_at
+                .partial_cmp(&a.created_at)
+                .expect("finite")
+                .then(b.id.cmp(&a.id))
+        });
+        v.into_iter().map(|e| e.id.to_string()).collect()
+    };
+    let ids = |v: Vec<harel_model::ExecutionSummary>| -> Vec<String> {
+        v.into_iter().map(|s| s.id).collect()
+    };
+    for scan in [false, true] {
+        let q =
+            |status: Option<Vec<Status>>, machine: Option<&str>, roots: bool, limit| ListQuery {
+                status,
+                definition_id: machine.map(str::to_string),
+                roots_only: roots,
+                limit,
+                cursor: None,
+                scan,
+            };
+        let all = ids(list_all(&store, q(None, None, false, 5)).await);
+        assert_eq!(
+            all,
+            expect(&|_| true),
+            "newest first, by id on a tie (scan {scan})"
+        );
+        let one_page = ids(ok(
+            store.list_executions(&q(None, None, false, 50)).await,
+            "one page",
+        )
+        .items);
+        assert_eq!(
+            all, one_page,
+            "pages stitched by cursor are one page (scan {scan})"
+        );
+        let running_roots =
+            ids(list_all(&store, q(Some(vec![Status::Running]), None, true, 2)).await);
+        assert_eq!(
+            running_roots,
+            expect(&|e| e.status == Status::Running && e.parent_id.is_none()),
+            "RUNNING roots (scan {scan})"
+        );
+        let running = ids(list_all(&store, q(Some(vec![Status::Running]), None, false, 2)).await);
+        assert_eq!(
+            running,
+            expect(&|e| e.status == Status::Running),
+            "RUNNING roots and children merged (scan {scan})"
+        );
+        let m2_done_or_failed = ids(list_all(
+            &store,
+            q(
+                Some(vec![Status::Done, Status::Failed]),
+                Some("m2"),
+                false,
+                2,
+            ),
+        )
+        .await);
+        assert_eq!(
+            m2_done_or_failed,
+            expect(
+                &|e| e.definition_id == "m2" && matches!(e.status, Status::Done | Status::Failed)
+            ),
+            "two statuses of one machine merged (scan {scan})"
+        );
+        let m1 = ids(list_all(&store, q(None, Some("m1"), true, 3)).await);
+        assert_eq!(
+            m1,
+            expect(&|e| e.definition_id == "m1" && e.parent_id.is_none())
+        );
+        let none = ok(
+            store
+                .list_executions(&q(Some(vec![Status::Cancelling]), None, false, 3))
+                .await,
+            "nothing matches",
+        );
+        assert!(none.items.is_empty() && none.next_cursor.is_none());
+    }
+    // a status change moves the execution from one listing to the other
+    let mut moved = made[0].clone();
+    moved.status = Status::Done;
+    ok(store.commit(&mut moved, Commit::default()).await, "finish");
+    let running = |scan| ListQuery {
+        status: Some(vec![Status::Running]),
+        scan,
+        ..ListQuery::default()
+    };
+    let done = |scan| ListQuery {
+        status: Some(vec![Status::Done]),
+        scan,
+        ..ListQuery::default()
+    };
+    for scan in [false, true] {
+        let r = ids(list_all(&store, running(scan)).await);
+        assert!(
+            !r.contains(&moved.id.to_string()),
+            "left RUNNING (scan {scan})"
+        );
+        let d = list_all(&store, done(scan)).await;
+        let row = d
+            .iter()
+            .find(|s| s.id == moved.id.as_str())
+            .unwrap_or_else(|| panic!("now DONE (scan {scan})"));
+        assert_eq!(
+            (row.status, row.version),
+            (Status::Done, 2),
+            "the current row"
+        );
+    }
+}
+
 pub async fn list_rejects_a_foreign_cursor<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -765,6 +910,49 @@ where
     assert_eq!(got, vec![format!("{root}:R:1"), format!("{root}:R:1:S:1")]);
     assert_eq!(ok(store.ids_with_prefix(&root).await, "prefix").len(), 3);
     assert!(ok(store.ids_with_prefix("zzz-none").await, "none").is_empty());
+}
+
+/// Every stored descendant of a root (children of children too), by its parent links or its
+/// id; nothing above or beside the tree that a caller could mistake for a member is left in
+/// once the `parent_id` chain is checked (extra ids are allowed, missing ones are not).
+pub async fn descendant_ids_cover_a_tree<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let root = unique("desc");
+    let tree = [
+        (format!("{root}:R:1"), root.clone()),
+        (format!("{root}:R:2"), root.clone()),
+        (format!("{root}:R:1:S:1"), format!("{root}:R:1")),
+    ];
+    ok(
+        store.commit(&mut exe(&root), Commit::default()).await,
+        "root",
+    );
+    for (id, parent) in &tree {
+        let mut e = exe(id);
+        e.parent_id = Some(parent.as_str().into());
+        ok(store.commit(&mut e, Commit::default()).await, "child");
+    }
+    ok(
+        store
+            .commit(&mut exe(&unique("other")), Commit::default())
+            .await,
+        "unrelated",
+    );
+    let got: HashSet<String> = ok(store.descendant_ids(&root).await, "descendants")
+        .into_iter()
+        .collect();
+    for (id, _) in &tree {
+        assert!(got.contains(id), "{id} missing from {got:?}");
+    }
+    assert!(!got.contains(&root), "the root is not its own descendant");
+    let leaf = ok(store.descendant_ids(&tree[2].0).await, "a leaf");
+    assert!(leaf.is_empty(), "{leaf:?}");
+    assert!(ok(store.descendant_ids("no-such-root").await, "absent").is_empty());
 }
 
 pub async fn purge_removes_a_tree_node<S, F, Fut>(make: F)

@@ -86,6 +86,9 @@ where
     async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
         self.inner.ids_with_prefix(prefix).await
     }
+    async fn descendant_ids(&self, root_id: &str) -> StoreResult<Vec<String>> {
+        self.inner.descendant_ids(root_id).await
+    }
     async fn purge(&self, execution_id: &str, expected_version: u64) -> StoreResult<bool> {
         self.inner.purge(execution_id, expected_version).await
     }

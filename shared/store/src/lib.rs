@@ -13,6 +13,7 @@ use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr, Status};
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod hooked;
+pub mod listing;
 pub mod memory;
 pub use hooked::{CommitHook, Hooked};
 pub use memory::MemoryStore;
@@ -78,7 +79,8 @@ pub struct Commit {
     pub trace: Option<Object>,
 }
 
-/// The filters of `list_executions`.
+/// The filters of `list_executions`. Pages come newest first (by `created_at`, then id; see
+/// [`listing`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListQuery {
     /// Any of these statuses (None: all).
@@ -89,6 +91,10 @@ pub struct ListQuery {
     pub limit: usize,
     /// The opaque `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// Read every stored execution instead of the backend's listing index: slower, but it
+    /// also finds the rows an index leaves out (on DynamoDB, those last written by harel
+    /// Python). Its cursors are not interchangeable with the index listing's.
+    pub scan: bool,
 }
 
 impl Default for ListQuery {
@@ -99,6 +105,7 @@ impl Default for ListQuery {
             roots_only: false,
             limit: 100,
             cursor: None,
+            scan: false,
         }
     }
 }
@@ -231,6 +238,19 @@ pub trait ExecutionStore: Send + Sync {
         &self,
         prefix: &str,
     ) -> impl Future<Output = StoreResult<Vec<String>>> + Send;
+
+    /// Ids of `root_id`'s stored descendants, for `purge` to gather a tree (harel's
+    /// `_collect_tree_flow` adds what the members' `children` list, and keeps only ids whose
+    /// `parent_id` chain reaches the root, so extra ids are harmless). harel's way, the ids
+    /// under the prefix a child's id extends its parent's with, is the default; a backend
+    /// where that is a table scan walks the parent links instead.
+    fn descendant_ids(
+        &self,
+        root_id: &str,
+    ) -> impl Future<Output = StoreResult<Vec<String>>> + Send {
+        let prefix = format!("{root_id}:");
+        async move { self.ids_with_prefix(&prefix).await }
+    }
 
     /// Delete the execution and everything keyed by it iff it is still at `expected_version`.
     fn purge(

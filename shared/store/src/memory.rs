@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
-use base64::Engine as _;
 use harel_model::{Execution, ExecutionPage, ExecutionSummary, Object, SmolStr};
 
+use crate::listing::{page_of, sort_key, Cursor};
 use crate::{
     Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreError, StoreResult,
     TimerOp, DEFAULT_TRACE_MAX,
@@ -76,26 +76,6 @@ impl MemoryStore {
     pub fn executions(&self) -> Vec<Execution> {
         self.lock().executions.values().cloned().collect()
     }
-}
-
-fn encode_offset(offset: usize) -> String {
-    base64::engine::general_purpose::URL_SAFE.encode(offset.to_string())
-}
-
-/// harel's DictStore reads a garbage cursor as 0 (its sync DynamoDBStore raises): a cursor
-/// that is not ours is refused here, so a caller's mistake never restarts a listing silently.
-fn decode_offset(cursor: Option<&str>) -> StoreResult<usize> {
-    let Some(c) = cursor else { return Ok(0) };
-    base64::engine::general_purpose::URL_SAFE
-        .decode(c)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| {
-            StoreError::Other(format!(
-                "invalid list cursor {c:?}: pass the next_cursor of a previous page"
-            ))
-        })
 }
 
 /// The client-side listing filter shared by backends that can't filter inside the JSON.
@@ -213,18 +193,16 @@ impl ExecutionStore for MemoryStore {
     }
 
     async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
+        let cursor = Cursor::after(query.cursor.as_deref(), query.scan)?;
         let inner = self.lock();
-        let off = decode_offset(query.cursor.as_deref())?;
-        let all: Vec<ExecutionSummary> = inner
+        let mut all: Vec<(String, ExecutionSummary)> = inner
             .executions
             .values()
-            .map(ExecutionSummary::of)
-            .filter(|s| matches(s, query))
+            .map(|e| (sort_key(e), ExecutionSummary::of(e)))
+            .filter(|(_, s)| matches(s, query))
             .collect();
-        let items: Vec<ExecutionSummary> =
-            all.iter().skip(off).take(query.limit).cloned().collect();
-        let next_cursor = (all.len() > off + query.limit).then(|| encode_offset(off + query.limit));
-        Ok(ExecutionPage { items, next_cursor })
+        all.sort_by(|a, b| b.0.cmp(&a.0));
+        Ok(page_of(all, cursor, query.limit, query.scan))
     }
 
     async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {

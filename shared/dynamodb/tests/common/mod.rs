@@ -42,3 +42,4 @@ pub async fn store(trace_max: usize) -> DynamoDbStore {
     store_on(client().await, trace_max).await
 }
 pub mod faults;
+pub mod reads;

@@ -12,12 +12,23 @@ from harel.engine.store.dynamodb import DynamoDBStore
 from harel.spec.states import Event
 
 
-def store(endpoint, prefix):
+def store(endpoint, prefix, create_schema=False):
     client = boto3.client(
         "dynamodb", endpoint_url=endpoint, region_name="us-east-1",
         aws_access_key_id="test", aws_secret_access_key="test",
     )
-    return DynamoDBStore(client, prefix=prefix, create_schema=False)
+    return DynamoDBStore(client, prefix=prefix, create_schema=create_schema)
+
+
+def schema(s, eid):
+    """The tables as harel creates them (no listing indexes, no TTL)."""
+    return {"created": True}
+
+
+def listed(s, eid, status):
+    """harel's own listing of one status (it scans, so it sees every row)."""
+    page = s.list_executions(status=[Status(status)], limit=1000)
+    return {"ids": sorted(x.id for x in page.items)}
 
 
 def write(s, eid):
@@ -83,8 +94,10 @@ def stale(s, eid, version):
 
 def main():
     endpoint, prefix, action, eid, *args = sys.argv[1:]
-    s = store(endpoint, prefix)
-    out = {"write": write, "read": read, "drain": drain, "update": update, "stale": stale}[action](s, eid, *args)
+    s = store(endpoint, prefix, create_schema=action == "schema")
+    actions = {"write": write, "read": read, "drain": drain, "update": update, "stale": stale,
+               "schema": schema, "listed": listed}
+    out = actions[action](s, eid, *args)
     print(json.dumps(out))
 
 
