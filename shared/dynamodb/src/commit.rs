@@ -52,6 +52,8 @@ pub struct Inputs<'a> {
     /// `None` = unknown (nothing to carry on the item).
     pub known_trace_max: Option<Option<u64>>,
     pub trace_max: usize,
+    /// Shards of the timers' `by_due` index (every timer Put carries its shard).
+    pub due_shards: u32,
 }
 
 fn put(table: String, item: Item) -> Put {
@@ -93,6 +95,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         spawn_base,
         known_trace_max,
         trace_max,
+        due_shards,
     } = input;
     let old = exe.version;
     let mut bumped = exe.clone();
@@ -210,6 +213,9 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
                         StoreError::Other(format!("timer {path:?} of {:?}: {e}", exe.id))
                     })?,
                 );
+                // beside harel's three attributes: puts the row in the sparse `by_due` index
+                let shard = crate::timers::due_shard(&exe.id, path, due_shards);
+                item.insert(crate::timers::DUE_SHARD_ATTR.into(), s(shard.to_string()));
                 let size = item_size(&item);
                 puts.push((
                     TransactWriteItem::builder()

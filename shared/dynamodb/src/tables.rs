@@ -3,8 +3,12 @@
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
+    GlobalSecondaryIndexUpdate, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType,
 };
+
+use crate::timers::{DUE_INDEX, DUE_SHARD_ATTR};
 use aws_sdk_dynamodb::Client;
 
 #[derive(Debug, thiserror::Error)]
@@ -14,6 +18,12 @@ pub enum TablesError {
     BadPrefix(String),
     #[error("creating table {table}: {message}")]
     Create { table: String, message: String },
+    #[error("adding index {index} to table {table}: {message}")]
+    AddIndex {
+        table: String,
+        index: &'static str,
+        message: String,
+    },
 }
 
 /// Table names for one prefix: `{prefix}_executions`, ...
@@ -96,8 +106,9 @@ impl Tables {
         self.name("trace")
     }
 
-    /// Create every table that is missing, `PAY_PER_REQUEST`. An existing table is fine
-    /// (`ResourceInUseException`); any other failure is returned.
+    /// Create every table that is missing, `PAY_PER_REQUEST`, the timers table with its
+    /// `by_due` index (added to an existing timers table without it). An existing table is
+    /// fine (`ResourceInUseException`); any other failure is returned.
     pub async fn ensure(&self, client: &Client) -> Result<(), TablesError> {
         for (suffix, keys) in SPECS {
             let table = self.name(suffix);
@@ -123,17 +134,111 @@ impl Tables {
                             .expect("name and type are set"),
                     );
             }
-            if let Err(err) = req.send().await {
-                if err.code() != Some("ResourceInUseException") {
+            if suffix == "timers" {
+                req = req
+                    .global_secondary_indexes(due_index())
+                    .attribute_definitions(attribute(DUE_SHARD_ATTR, ScalarAttributeType::S))
+                    .attribute_definitions(attribute("fire_at", ScalarAttributeType::N));
+            }
+            match req.send().await {
+                Ok(_) => {}
+                Err(err) if err.code() == Some("ResourceInUseException") => {
+                    if suffix == "timers" {
+                        self.ensure_due_index(client).await?;
+                    }
+                }
+                Err(err) => {
                     return Err(TablesError::Create {
                         table,
                         message: crate::errors::describe(&err),
-                    });
+                    })
                 }
             }
         }
         Ok(())
     }
+
+    /// A timers table harel Python created has no `by_due` index: add it (DynamoDB builds
+    /// it in the background from the rows that carry `due_shard`; until it is ACTIVE a
+    /// Query on it fails, and the sweeper reports that and tries again on its next tick).
+    async fn ensure_due_index(&self, client: &Client) -> Result<(), TablesError> {
+        let table = self.timers();
+        let failed = |message: String| TablesError::AddIndex {
+            table: table.clone(),
+            index: DUE_INDEX,
+            message,
+        };
+        let described = client
+            .describe_table()
+            .table_name(&table)
+            .send()
+            .await
+            .map_err(|e| failed(crate::errors::describe(&e)))?;
+        let has_index = described
+            .table()
+            .map(|t| t.global_secondary_indexes())
+            .unwrap_or_default()
+            .iter()
+            .any(|i| i.index_name() == Some(DUE_INDEX));
+        if has_index {
+            return Ok(());
+        }
+        let index = due_index();
+        let create = CreateGlobalSecondaryIndexAction::builder()
+            .index_name(DUE_INDEX)
+            .set_key_schema(Some(index.key_schema().to_vec()))
+            .set_projection(index.projection().cloned())
+            .build()
+            .map_err(|e| failed(e.to_string()))?;
+        let result = client
+            .update_table()
+            .table_name(&table)
+            .attribute_definitions(attribute(DUE_SHARD_ATTR, ScalarAttributeType::S))
+            .attribute_definitions(attribute("fire_at", ScalarAttributeType::N))
+            .global_secondary_index_updates(
+                GlobalSecondaryIndexUpdate::builder().create(create).build(),
+            )
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // another process is adding it at this moment
+            Err(e) if e.code() == Some("ResourceInUseException") => Ok(()),
+            Err(e) => Err(failed(crate::errors::describe(&e))),
+        }
+    }
+}
+
+fn attribute(name: &str, ty: ScalarAttributeType) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ty)
+        .build()
+        .expect("name and type are set")
+}
+
+/// `by_due`: HASH `due_shard`, RANGE `fire_at`, keys only (the table's keys come along:
+/// execution_id, path, due_shard, fire_at are all the sweeper needs). Sparse: only rows
+/// carrying `due_shard` are in it.
+fn due_index() -> GlobalSecondaryIndex {
+    let key = |name: &str, role| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(role)
+            .build()
+            .expect("name and key type are set")
+    };
+    GlobalSecondaryIndex::builder()
+        .index_name(DUE_INDEX)
+        .key_schema(key(DUE_SHARD_ATTR, KeyType::Hash))
+        .key_schema(key("fire_at", KeyType::Range))
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )
+        .build()
+        .expect("name and key schema are set")
 }
 
 #[cfg(test)]

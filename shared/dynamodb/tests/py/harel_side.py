@@ -12,12 +12,19 @@ from harel.engine.store.dynamodb import DynamoDBStore
 from harel.spec.states import Event
 
 
-def store(endpoint, prefix):
+def store(endpoint, prefix, create_schema=False):
     client = boto3.client(
         "dynamodb", endpoint_url=endpoint, region_name="us-east-1",
         aws_access_key_id="test", aws_secret_access_key="test",
     )
-    return DynamoDBStore(client, prefix=prefix, create_schema=False)
+    return DynamoDBStore(client, prefix=prefix, create_schema=create_schema)
+
+
+def arm(s, eid, path, fire_at):
+    """(Re-)arm one timer of `eid` with harel's own commit (a Put of the whole row)."""
+    exe = s.load(eid)
+    s.commit(exe, [], timers=(TimerOp("schedule", path, float(fire_at)),))
+    return {"version": exe.version}
 
 
 def write(s, eid):
@@ -83,8 +90,13 @@ def stale(s, eid, version):
 
 def main():
     endpoint, prefix, action, eid, *args = sys.argv[1:]
+    if action == "schema":  # harel's own tables (no timer index), before the Rust side runs
+        store(endpoint, prefix, create_schema=True)
+        print(json.dumps({}))
+        return
     s = store(endpoint, prefix)
-    out = {"write": write, "read": read, "drain": drain, "update": update, "stale": stale}[action](s, eid, *args)
+    actions = {"write": write, "read": read, "drain": drain, "update": update, "stale": stale, "arm": arm}
+    out = actions[action](s, eid, *args)
     print(json.dumps(out))
 
 
