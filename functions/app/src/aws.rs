@@ -110,7 +110,9 @@ pub async fn boot_with(
     let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
     let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)
         .map_err(|e| BootError::Store(e.to_string()))?
-        .with_trace_max(config.trace_max);
+        .with_trace_max(config.trace_max)
+        .with_due_shards(config.timer_shards)
+        .map_err(|e| BootError::Store(e.to_string()))?;
     let mut transport = SqsTransport::new(aws_sdk_sqs::Client::new(sdk), config.queue_url.clone());
     if let Some(dlq) = &config.dlq_url {
         transport = transport.with_dead_letter_queue(dlq.clone());

@@ -25,6 +25,8 @@ pub const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
 /// The compatibility Scan (timers harel Python armed, outside the time index) runs on the
 /// minutes this divides; 0: never (no Python writer shares the tables).
 pub const COMPAT_SWEEP_MINUTES: &str = "HAREL_COMPAT_SWEEP_MINUTES";
+/// Shards of the timers' `by_due` index: the same on every writer and sweeper of the tables.
+pub const TIMER_SHARDS: &str = "HAREL_TIMER_SHARDS";
 /// The sweeper function the worker wakes for a timer due before the next tick (empty: none).
 pub const SWEEPER_FUNCTION: &str = "HAREL_SWEEPER_FUNCTION";
 /// Milliseconds of an invocation's remaining time the relay and sweeper keep in reserve.
@@ -77,6 +79,8 @@ pub struct Config {
     pub sweep_window: Duration,
     /// The sweeper's compatibility Scan runs every this many minutes (0: never).
     pub compat_sweep_minutes: u64,
+    /// Shards of the timers' index (1 to 100, default 8): the store's `with_due_shards`.
+    pub timer_shards: u32,
     /// The worker wakes this function (None: no wakes; timers then fire on the ticks).
     pub sweeper_function: Option<String>,
     pub time_reserve: Duration,
@@ -247,6 +251,19 @@ impl Config {
                     )
                 })?,
             },
+            timer_shards: match get(TIMER_SHARDS) {
+                None => 8,
+                Some(v) => match v.trim().parse::<u32>() {
+                    Ok(n) if (1..=100).contains(&n) => n,
+                    _ => {
+                        return Err(invalid(
+                            TIMER_SHARDS,
+                            &v,
+                            "expected a whole number from 1 to 100",
+                        ))
+                    }
+                },
+            },
             sweeper_function: get(SWEEPER_FUNCTION).map(|v| v.trim().to_string()),
             time_reserve: Duration::from_millis(match get(TIME_RESERVE) {
                 None => 3000,
@@ -341,6 +358,7 @@ mod tests {
         assert_eq!(c.suspend_recheck_max, Duration::from_secs(900));
         assert_eq!(c.sweep_window, Duration::from_secs(60));
         assert_eq!(c.compat_sweep_minutes, 5);
+        assert_eq!(c.timer_shards, 8);
         assert_eq!(c.sweeper_function, None);
     }
 
@@ -356,6 +374,15 @@ mod tests {
         e.push((COMPAT_SWEEP_MINUTES, "-1"));
         let err = Config::from_lookup(Role::Sweeper, env(&e)).expect_err("refused");
         assert!(err.to_string().contains(COMPAT_SWEEP_MINUTES), "{err}");
+        for (shards, ok) in [("1", true), ("100", true), ("0", false), ("101", false)] {
+            let mut e = BASE.to_vec();
+            e.push((TIMER_SHARDS, shards));
+            assert_eq!(
+                Config::from_lookup(Role::Sweeper, env(&e)).is_ok(),
+                ok,
+                "{shards}"
+            );
+        }
     }
 
     #[test]
