@@ -13,6 +13,7 @@
 //! timer, but its `Timeout` id is stable (SQS drops the second copy within five minutes, the
 //! target's processed mark any later one) and the guarded delete of a fired timer is a no-op.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use harel_sqs::{DedupeKey, Outgoing, Transport, TransportError};
@@ -172,8 +173,8 @@ pub fn compat_due(now: f64, every_minutes: u64) -> bool {
     every_minutes > 0 && ((now / 60.0).floor() as u64).is_multiple_of(every_minutes)
 }
 
-/// The pause after a fire pass that fired nothing new: the index (eventually consistent)
-/// may still show a timer just deleted; looking again at once would spin.
+/// The pause after a fire pass that found nothing new to fire: the index (eventually
+/// consistent) may still show a timer just deleted.
 const SETTLE: Duration = Duration::from_millis(200);
 
 /// Fire what is due within the plan, sleeping toward each next due time (never longer than
@@ -186,6 +187,7 @@ pub async fn sweep<S: ExecutionStore, T: Transport>(
     plan: SweepPlan,
 ) -> Result<SweepReport, SweepError> {
     let mut report = SweepReport::default();
+    let mut fired = HashSet::new();
     if plan.compat {
         let now = clock();
         let legacy = store.legacy_due_timers(now).await?;
@@ -200,7 +202,18 @@ pub async fn sweep<S: ExecutionStore, T: Transport>(
         let now = clock();
         let wait = if next <= now {
             let before = report.fired;
-            fire_due(store, transport, now, &mut report).await?;
+            // the index may still show a timer this invocation fired and deleted (it is
+            // eventually consistent): publishing it again would be dropped, but looping on
+            // it would spin
+            let due: Vec<DueTimer> = store
+                .due_timers(now)
+                .await?
+                .into_iter()
+                .filter(|t| {
+                    fired.insert((t.execution_id.clone(), t.path.clone(), t.fire_at.to_bits()))
+                })
+                .collect();
+            fire(store, transport, now, due, &mut report).await?;
             report.polls += 1;
             if report.fired > before {
                 continue;

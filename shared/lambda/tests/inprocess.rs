@@ -583,3 +583,41 @@ async fn a_batch_arming_a_timer_due_before_the_next_tick_wakes_the_sweeper_once(
         "past the covered window"
     );
 }
+
+/// An index that still shows a fired timer for a while: the sweeper neither publishes it
+/// again nor spins on it; it pauses and looks again until the index catches up.
+#[tokio::test]
+async fn a_fired_timer_the_index_still_shows_is_not_fired_again() {
+    let h = harness(false);
+    h.send("s-1", create_body("Flow", Object::new(), None))
+        .await;
+    h.send_event("s-1", Event::new("Go")).await;
+    h.pump(2).await;
+    let due = h.worker.store.due_timers(1005.0).await.expect("due");
+    assert_eq!(due.len(), 1);
+    *h.worker.store.stale_timers.lock().expect("stale") = due;
+    let store = h.worker.store.clone();
+    // the index catches up 500 ms into the tick
+    let lagging = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        store.stale_timers.lock().expect("stale").clear();
+    });
+    let plan = SweepPlan::scheduled(
+        1005.0,
+        Duration::from_secs(60),
+        0,
+        Duration::from_secs(1),
+        far(),
+    );
+    let report = harel_lambda::sweep(&h.worker.store, &*h.transport, || 1005.0, plan)
+        .await
+        .expect("sweep");
+    lagging.await.expect("lag");
+    assert_eq!(report.fired, 1, "fired once");
+    assert_eq!(h.transport.take_all().len(), 1, "published once");
+    assert!(
+        (2..=5).contains(&report.polls),
+        "paused between looks while the index lagged: {} fire passes",
+        report.polls
+    );
+}
