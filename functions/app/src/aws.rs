@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
-use harel_lambda::{Config, Role, RuntimeDriver, Worker};
+use harel_lambda::{Config, LambdaWaker, Role, RuntimeDriver, Waker, Worker};
 use harel_sqs::SqsTransport;
 
 use crate::{actions, machines};
@@ -42,6 +42,8 @@ pub struct Booted {
     pub transport: SqsTransport,
     pub driver: AppDriver,
     pub idempotency: Option<Idempotency<aws_sdk_dynamodb::Client>>,
+    /// The worker's: wakes the sweeper for a timer due before the next tick.
+    pub waker: Option<Arc<dyn Waker>>,
 }
 
 impl Booted {
@@ -56,13 +58,17 @@ impl Booted {
     }
 
     pub fn into_worker(self) -> Arc<AppWorker> {
-        Arc::new(Worker::new(
+        let worker = Worker::new(
             self.store,
             self.transport,
             self.driver,
             self.idempotency,
             self.config,
-        ))
+        );
+        Arc::new(match self.waker {
+            Some(waker) => worker.with_waker(waker),
+            None => worker,
+        })
     }
 }
 
@@ -105,7 +111,9 @@ pub async fn boot_with(
     let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)
         .map_err(|e| BootError::Store(e.to_string()))?
         .with_trace_max(config.trace_max)
-        .with_retention(config.retention);
+        .with_retention(config.retention)
+        .with_due_shards(config.timer_shards)
+        .map_err(|e| BootError::Store(e.to_string()))?;
     let mut transport = SqsTransport::new(aws_sdk_sqs::Client::new(sdk), config.queue_url.clone());
     if let Some(dlq) = &config.dlq_url {
         transport = transport.with_dead_letter_queue(dlq.clone());
@@ -123,12 +131,19 @@ pub async fn boot_with(
         }
         _ => None,
     };
+    let waker = match &config.sweeper_function {
+        Some(function) if role == Role::Worker => {
+            Some(Arc::new(LambdaWaker::from_sdk(sdk, function.clone())) as Arc<dyn Waker>)
+        }
+        _ => None,
+    };
     Ok(Booted {
         config,
         store,
         transport,
         driver,
         idempotency,
+        waker,
     })
 }
 

@@ -139,9 +139,20 @@ impl Bus for Aws {
     }
 
     async fn sweep(&self) -> usize {
-        harel_lambda::sweep_once(&self.worker.store, &self.worker.transport, self.clock.now())
+        // a tick of the sweeper function at this instant; a window of 0 (the manual clock
+        // stands still: later timers are the next tick's)
+        let now = self.clock.now();
+        let plan = harel_lambda::SweepPlan::scheduled(
+            now,
+            Duration::ZERO,
+            0,
+            Duration::from_secs(1),
+            std::time::Instant::now() + Duration::from_secs(600),
+        );
+        harel_lambda::sweep(&self.worker.store, &self.worker.transport, || now, plan)
             .await
             .expect("sweep")
+            .fired
     }
 
     async fn relay(&self) {

@@ -1,11 +1,14 @@
-//! The sweeper function (scheduled): fires due timers, polling within the invocation; one
-//! EMF metrics document per invocation on stdout (with each timer's lag).
+//! The sweeper function: scheduled once a minute (fires the timers due in the minute ahead,
+//! returning at once when none is) and woken by the worker (`{"harel:wake": {"until": T}}`:
+//! a timer armed between two ticks); one EMF metrics document per invocation on stdout (with
+//! each timer's lag).
 
 use std::sync::Arc;
 
 use harel_lambda::logging::invocation_span;
 use harel_lambda::metrics::{now_ms, sweeper_metrics};
-use harel_lambda::{sweep, Driver, Role};
+use harel_lambda::wake::wake_until;
+use harel_lambda::{sweep, Driver, Role, SweepPlan};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::{json, Value};
 use tracing::Instrument;
@@ -20,23 +23,35 @@ async fn main() -> Result<(), Error> {
         let span = invocation_span("sweeper", &event.context.request_id);
         async move {
             let deadline = b.work_deadline(event.context.deadline);
-            let report = sweep(
-                &b.store,
-                &b.transport,
-                || b.driver.now(),
-                b.config.sweep_interval,
-                b.config.sweep_window,
-                deadline,
-            )
-            .await?;
+            let now = b.driver.now();
+            let c = &b.config;
+            let plan = match wake_until(&event.payload) {
+                Some(until) => {
+                    SweepPlan::woken(now, until, c.sweep_window, c.sweep_interval, deadline)
+                }
+                None => SweepPlan::scheduled(
+                    now,
+                    c.sweep_window,
+                    c.compat_sweep_minutes,
+                    c.sweep_interval,
+                    deadline,
+                ),
+            };
+            let woken = wake_until(&event.payload).is_some();
+            let report = sweep(&b.store, &b.transport, || b.driver.now(), plan).await?;
             tracing::info!(
+                woken,
                 fired = report.fired,
                 polls = report.polls,
+                looks = report.looks,
+                compat_scans = report.compat_scans,
                 out_of_time = report.out_of_time,
                 "sweep done"
             );
             sweeper_metrics(&report, now_ms()).emit();
-            Ok::<Value, Error>(json!({"fired": report.fired, "polls": report.polls}))
+            Ok::<Value, Error>(
+                json!({"fired": report.fired, "polls": report.polls, "looks": report.looks}),
+            )
         }
         .instrument(span)
     }))

@@ -51,6 +51,7 @@ async fn seed(store: &DynamoDbStore, from: usize, to: usize) {
                 known_trace_max: None,
                 trace_max: 0,
                 retention: Retention { secs: 0, now: 0.0 },
+                due_shards: store.due_shards(),
             })
             .expect("a plan");
             let item = p.items[0]

@@ -66,6 +66,8 @@ pub struct Inputs<'a> {
     /// `None` = unknown (nothing to carry on the item).
     pub known_trace_max: Option<Option<u64>>,
     pub trace_max: usize,
+    /// Shards of the timers' `by_due` index (every timer Put carries its shard).
+    pub due_shards: u32,
     /// How long finished work is kept (zero: forever), and the commit's wall-clock time.
     pub retention: Retention,
 }
@@ -147,6 +149,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         known_trace_max,
         trace_max,
         retention,
+        due_shards,
     } = input;
     let old = exe.version;
     let mut bumped = exe.clone();
@@ -284,6 +287,9 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
                         StoreError::Other(format!("timer {path:?} of {:?}: {e}", exe.id))
                     })?,
                 );
+                // beside harel's three attributes: puts the row in the sparse `by_due` index
+                let shard = crate::timers::due_shard(&exe.id, path, due_shards);
+                item.insert(crate::timers::DUE_SHARD_ATTR.into(), s(shard.to_string()));
                 let size = item_size(&item);
                 puts.push((
                     TransactWriteItem::builder()

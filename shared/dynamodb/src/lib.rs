@@ -10,6 +10,7 @@ pub mod errors;
 mod list;
 pub mod seq;
 pub mod tables;
+pub mod timers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,7 @@ use aws_sdk_dynamodb::types::{
     WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
+use futures_util::future::join_all;
 use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr};
 use harel_store::{
     Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreError, StoreResult,
@@ -79,6 +81,8 @@ pub struct DynamoDbStore {
     retention_secs: u64,
     /// Told after each page of a `scan` listing.
     scan_progress: Option<Arc<ScanProgress>>,
+    /// Shards of the timers' `by_due` index: the same on every writer and sweeper.
+    due_shards: u32,
 }
 
 impl DynamoDbStore {
@@ -94,6 +98,7 @@ impl DynamoDbStore {
             consistent_reads: true,
             retention_secs: 0,
             scan_progress: None,
+            due_shards: timers::DEFAULT_DUE_SHARDS,
         })
     }
 
@@ -122,6 +127,20 @@ impl DynamoDbStore {
         }
     }
 
+    /// Shards of the timers' `by_due` index (1..=100, default 8): each look at what is due
+    /// is one Query per shard, and a burst of timers due in one second spreads its index
+    /// writes over this many partitions (about 1000 writes a second each). Every writer and
+    /// sweeper of the tables must agree; rows in a shard a sweeper does not read are found by
+    /// its compatibility Scan, late.
+    pub fn with_due_shards(mut self, shards: u32) -> Result<Self, StoreError> {
+        self.due_shards = timers::check_shards(shards)?;
+        Ok(self)
+    }
+
+    pub fn due_shards(&self) -> u32 {
+        self.due_shards
+    }
+
     /// The trace ring size (0: unbounded). Set it once, at startup, as harel requires.
     pub fn with_trace_max(mut self, trace_max: usize) -> Self {
         self.trace_max = trace_max;
@@ -129,9 +148,10 @@ impl DynamoDbStore {
     }
 
     /// Eventually consistent reads halve the read capacity of `load`, `load_for_event` and
-    /// `is_processed` (harel's choice) at the price of needless conflicts after a stale
-    /// read, and of a dedupe mark that may lag the execution it was committed with (an
-    /// eventually consistent read may see part of a transaction), i.e. a rare duplicate step.
+    /// `is_processed` (harel's choice) at the price of needless conflicts after a stale read
+    /// (and the record's redelivery). A read that sees part of a transaction (a fresh
+    /// Execution next to a missing dedupe mark) cannot apply an event twice: the commit's
+    /// conditional mark refuses it.
     pub fn with_consistent_reads(mut self, consistent: bool) -> Self {
         self.consistent_reads = consistent;
         self
@@ -364,6 +384,53 @@ impl DynamoDbStore {
             self.remember_trace(&exe.id, exe.version, Some(idx));
         }
         Ok(exe)
+    }
+
+    /// One Query per shard of `by_due` for `fire_at <= until`, soonest first, concurrently;
+    /// `limit` stops each shard at its first page of that many rows, else every page is read.
+    async fn query_due_shards(
+        &self,
+        until: &str,
+        limit: Option<i32>,
+    ) -> StoreResult<Vec<Vec<Item>>> {
+        let table = self.tables.timers();
+        let queries = (0..self.due_shards).map(|shard| {
+            let table = table.clone();
+            async move {
+                let mut items = Vec::new();
+                let mut start: Option<Item> = None;
+                loop {
+                    let resp = self
+                        .client
+                        .query()
+                        .table_name(&table)
+                        .index_name(timers::DUE_INDEX)
+                        .key_condition_expression("#ds = :s AND fire_at <= :until")
+                        .expression_attribute_names("#ds", timers::DUE_SHARD_ATTR)
+                        .expression_attribute_values(":s", s(shard.to_string()))
+                        .expression_attribute_values(":until", AttributeValue::N(until.to_string()))
+                        .scan_index_forward(true)
+                        .set_limit(limit)
+                        .set_exclusive_start_key(start.take())
+                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                        .send()
+                        .await
+                        .map_err(|e| errors::classify("Query", &e))?;
+                    items.extend(resp.items().iter().cloned());
+                    match resp.last_evaluated_key() {
+                        Some(key) if !key.is_empty() && limit.is_none() => {
+                            start = Some(key.clone())
+                        }
+                        _ => return Ok::<_, StoreError>(items),
+                    }
+                }
+            }
+        });
+        let mut out = Vec::with_capacity(self.due_shards as usize);
+        for result in join_all(queries).await {
+            out.push(result?);
+        }
+        Ok(out)
     }
 
     /// Scan a whole table, following `LastEvaluatedKey` through every page. Not an `async
@@ -605,6 +672,7 @@ impl ExecutionStore for DynamoDbStore {
                 known_trace_max,
                 trace_max: self.trace_max,
                 retention: self.retention_now(),
+                due_shards: self.due_shards,
             })?;
             let result = commit::request(&self.client, &plan)
                 .send()
@@ -743,25 +811,61 @@ impl ExecutionStore for DynamoDbStore {
     }
 
     async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
-        let table = self.tables.timers();
         let now = py_decimal_str(now).map_err(|e| StoreError::Other(format!("due_timers: {e}")))?;
+        let table = self.tables.timers();
+        let mut out = Vec::new();
+        for rows in self.query_due_shards(&now, None).await? {
+            for item in &rows {
+                out.push(timers::due_timer_of(&table, item)?);
+            }
+        }
+        out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
+        Ok(out)
+    }
+
+    async fn legacy_due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
+        let table = self.tables.timers();
+        let now = py_decimal_str(now)
+            .map_err(|e| StoreError::Other(format!("legacy_due_timers: {e}")))?;
+        // rows the index misses: harel Python's (no shard), and shards past ours (a writer
+        // configured with more shards), so a mismatch is late, never lost
+        let shards: Vec<String> = (0..self.due_shards).map(|i| format!(":s{i}")).collect();
+        let filter = format!(
+            "fire_at <= :now AND (attribute_not_exists(#ds) OR NOT (#ds IN ({})))",
+            shards.join(", ")
+        );
         let rows = self
             .scan_all(&table, |r| {
-                r.filter_expression("fire_at <= :now")
-                    .expression_attribute_values(":now", AttributeValue::N(now.clone()))
+                let mut r = r
+                    .filter_expression(&filter)
+                    .expression_attribute_names("#ds", timers::DUE_SHARD_ATTR)
+                    .expression_attribute_values(":now", AttributeValue::N(now.clone()));
+                for (i, name) in shards.iter().enumerate() {
+                    r = r.expression_attribute_values(name, s(i.to_string()));
+                }
+                r
             })
             .await?;
         let mut out = Vec::with_capacity(rows.len());
         for item in &rows {
-            let corrupt = |e| errors::corrupt(&table, e);
-            out.push(DueTimer {
-                execution_id: get_s(item, "execution_id").map_err(corrupt)?.to_string(),
-                path: get_s(item, "path").map_err(corrupt)?.to_string(),
-                fire_at: get_f64(item, "fire_at").map_err(corrupt)?,
-            });
+            out.push(timers::due_timer_of(&table, item)?);
         }
         out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
         Ok(out)
+    }
+
+    async fn next_timer_due(&self, horizon: f64) -> StoreResult<Option<f64>> {
+        let horizon = py_decimal_str(horizon)
+            .map_err(|e| StoreError::Other(format!("next_timer_due: {e}")))?;
+        let table = self.tables.timers();
+        let mut next: Option<f64> = None;
+        for rows in self.query_due_shards(&horizon, Some(1)).await? {
+            if let Some(item) = rows.first() {
+                let at = get_f64(item, "fire_at").map_err(|e| errors::corrupt(&table, e))?;
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        Ok(next)
     }
 
     async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {

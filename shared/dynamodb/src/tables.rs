@@ -1,7 +1,8 @@
 //! The seven tables of harel's `DynamoDBStore` under one prefix, and their idempotent
-//! creation (`_ensure_tables`): same names, key schemas and billing mode. Ours add, on the
-//! executions table only, the two listing indexes and, on the tables that grow with finished
-//! work, a TTL attribute; harel Python never reads either, so it shares the tables unchanged.
+//! creation (`_ensure_tables`): same names, key schemas and billing mode. Ours add sparse,
+//! keys-only secondary indexes (the executions' listing and tree indexes, the timers' `by_due`)
+//! and, on the tables that grow with finished work, a TTL attribute; harel Python never reads
+//! either, so it shares the tables unchanged.
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use std::time::Duration;
@@ -11,6 +12,8 @@ use aws_sdk_dynamodb::types::{
     GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType, Projection, ProjectionType,
     ScalarAttributeType, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
 };
+
+use crate::timers::{DUE_INDEX, DUE_SHARD_ATTR};
 use aws_sdk_dynamodb::Client;
 
 /// The executions' listing index by status partition (`list_pk`, `list_sk`).
@@ -59,10 +62,10 @@ fn key(attr: &str, role: KeyType) -> KeySchemaElement {
         .expect("name and key type are set")
 }
 
-fn s_attr(attr: &str) -> AttributeDefinition {
+fn attribute(name: &str, ty: ScalarAttributeType) -> AttributeDefinition {
     AttributeDefinition::builder()
-        .attribute_name(attr)
-        .attribute_type(ScalarAttributeType::S)
+        .attribute_name(name)
+        .attribute_type(ty)
         .build()
         .expect("name and type are set")
 }
@@ -73,19 +76,65 @@ fn keys_only() -> Projection {
         .build()
 }
 
-/// (index, partition attribute, sort attribute), keys only: a listing page reads its rows
-/// with one BatchGetItem, so the indexes stay small, and are written only when a key changes
-/// (a status change; a child's parent never changes).
-pub const INDEXES: [(&str, &str, Option<&str>); 3] = [
-    (BY_STATUS, LIST_PK, Some(LIST_SK)),
-    (BY_MACHINE_STATUS, LIST_MPK, Some(LIST_SK)),
-    (BY_PARENT, PARENT, None),
+/// A secondary index this store adds to one of harel's tables. All are keys only and sparse
+/// (a row without the partition attribute, e.g. one harel Python wrote, is not in it), so
+/// they stay small and are written only when one of their keys changes.
+#[derive(Clone, Debug)]
+pub struct IndexSpec {
+    /// The table's suffix (`executions`, `timers`).
+    pub table: &'static str,
+    pub name: &'static str,
+    pub partition: (&'static str, ScalarAttributeType),
+    pub sort: Option<(&'static str, ScalarAttributeType)>,
+}
+
+/// The executions' listing indexes (a page reads its rows with one BatchGetItem; the keys
+/// change only with the status), the tree index (a child's parent never changes), and the
+/// timers' `by_due` (the sweeper reads what is due; the table's keys ride along, and
+/// execution_id, path, due_shard and fire_at are all it needs).
+pub const INDEXES: [IndexSpec; 4] = [
+    IndexSpec {
+        table: "executions",
+        name: BY_STATUS,
+        partition: (LIST_PK, ScalarAttributeType::S),
+        sort: Some((LIST_SK, ScalarAttributeType::S)),
+    },
+    IndexSpec {
+        table: "executions",
+        name: BY_MACHINE_STATUS,
+        partition: (LIST_MPK, ScalarAttributeType::S),
+        sort: Some((LIST_SK, ScalarAttributeType::S)),
+    },
+    IndexSpec {
+        table: "executions",
+        name: BY_PARENT,
+        partition: (PARENT, ScalarAttributeType::S),
+        sort: None,
+    },
+    IndexSpec {
+        table: "timers",
+        name: DUE_INDEX,
+        partition: (DUE_SHARD_ATTR, ScalarAttributeType::S),
+        sort: Some(("fire_at", ScalarAttributeType::N)),
+    },
 ];
 
-fn index_keys(pk: &str, sk: Option<&str>) -> Vec<KeySchemaElement> {
-    let mut keys = vec![key(pk, KeyType::Hash)];
-    keys.extend(sk.map(|sk| key(sk, KeyType::Range)));
-    keys
+impl IndexSpec {
+    fn key_schema(&self) -> Vec<KeySchemaElement> {
+        let mut keys = vec![key(self.partition.0, KeyType::Hash)];
+        keys.extend(self.sort.as_ref().map(|(sk, _)| key(sk, KeyType::Range)));
+        keys
+    }
+
+    fn attributes(&self) -> impl Iterator<Item = AttributeDefinition> + '_ {
+        std::iter::once(&self.partition)
+            .chain(self.sort.as_ref())
+            .map(|(name, ty)| attribute(name, ty.clone()))
+    }
+
+    fn on(table: &str) -> impl Iterator<Item = &'static IndexSpec> + '_ {
+        INDEXES.iter().filter(move |i| i.table == table)
+    }
 }
 
 /// Table names for one prefix: `{prefix}_executions`, ...
@@ -168,8 +217,9 @@ impl Tables {
         self.name("trace")
     }
 
-    /// Create every table that is missing, `PAY_PER_REQUEST`. An existing table is fine
-    /// (`ResourceInUseException`); any other failure is returned.
+    /// Create every table that is missing, `PAY_PER_REQUEST`, the timers table with its
+    /// `by_due` index (added to an existing timers table without it). An existing table is
+    /// fine (`ResourceInUseException`); any other failure is returned.
     pub async fn ensure(&self, client: &Client) -> Result<(), TablesError> {
         for (suffix, keys) in SPECS {
             let table = self.name(suffix);
@@ -195,27 +245,28 @@ impl Tables {
                             .expect("name and type are set"),
                     );
             }
-            if suffix == "executions" {
-                req = req.attribute_definitions(s_attr(LIST_SK));
-                for (index, pk, sk) in INDEXES {
-                    req = req
-                        .attribute_definitions(s_attr(pk))
-                        .global_secondary_indexes(
-                            GlobalSecondaryIndex::builder()
-                                .index_name(index)
-                                .set_key_schema(Some(index_keys(pk, sk)))
-                                .projection(keys_only())
-                                .build()
-                                .expect("name and keys are set"),
-                        );
+            // an attribute shared by two indexes (list_sk) is declared once
+            let mut declared: Vec<String> = keys.iter().map(|(a, _)| a.to_string()).collect();
+            for index in IndexSpec::on(suffix) {
+                for attr in index.attributes() {
+                    if !declared.iter().any(|d| d == attr.attribute_name()) {
+                        declared.push(attr.attribute_name().to_string());
+                        req = req.attribute_definitions(attr);
+                    }
                 }
+                req = req.global_secondary_indexes(
+                    GlobalSecondaryIndex::builder()
+                        .index_name(index.name)
+                        .set_key_schema(Some(index.key_schema()))
+                        .projection(keys_only())
+                        .build()
+                        .expect("name and keys are set"),
+                );
             }
             match req.send().await {
                 Ok(_) => {}
                 Err(err) if err.code() == Some("ResourceInUseException") => {
-                    if suffix == "executions" {
-                        self.add_missing_indexes(client, &table).await?;
-                    }
+                    self.add_missing_indexes(client, suffix, &table).await?;
                 }
                 Err(err) => {
                     return Err(TablesError::Create {
@@ -231,14 +282,19 @@ impl Tables {
         Ok(())
     }
 
-    /// An executions table created by harel Python (or an earlier release) lacks the listing
-    /// indexes: add each (UpdateTable takes one index at a time) and wait until it is ACTIVE,
-    /// since DynamoDB refuses a query on an index still backfilling.
-    async fn add_missing_indexes(&self, client: &Client, table: &str) -> Result<(), TablesError> {
-        for (index, pk, sk) in INDEXES {
+    /// A table created by harel Python (or an earlier release) lacks our indexes: add each
+    /// (UpdateTable takes one index at a time) and wait until it is ACTIVE, since DynamoDB
+    /// refuses a query on an index still backfilling.
+    async fn add_missing_indexes(
+        &self,
+        client: &Client,
+        suffix: &str,
+        table: &str,
+    ) -> Result<(), TablesError> {
+        for index in IndexSpec::on(suffix) {
             let err = |message: String| TablesError::Index {
                 table: table.to_string(),
-                index: index.to_string(),
+                index: index.name.to_string(),
                 message,
             };
             if self
@@ -247,24 +303,20 @@ impl Tables {
                 .map_err(&err)?
                 .0
                 .iter()
-                .any(|(n, _)| n == index)
+                .any(|(n, _)| n == index.name)
             {
                 continue;
             }
-            let mut update = client
+            client
                 .update_table()
                 .table_name(table)
-                .attribute_definitions(s_attr(pk));
-            if let Some(sk) = sk {
-                update = update.attribute_definitions(s_attr(sk));
-            }
-            update
+                .set_attribute_definitions(Some(index.attributes().collect()))
                 .global_secondary_index_updates(
                     GlobalSecondaryIndexUpdate::builder()
                         .create(
                             CreateGlobalSecondaryIndexAction::builder()
-                                .index_name(index)
-                                .set_key_schema(Some(index_keys(pk, sk)))
+                                .index_name(index.name)
+                                .set_key_schema(Some(index.key_schema()))
                                 .projection(keys_only())
                                 .build()
                                 .expect("name, keys and projection are set"),

@@ -114,6 +114,12 @@ async fn items_are_laid_out_as_harel_writes_them() {
     let timers = scan(&store, t.timers()).await;
     assert_eq!(attr_n(&timers[0], "fire_at"), "1700000000.5");
     assert_eq!(attr_s(&timers[0], "path"), "A.B");
+    // harel's three attributes and the index's shard: FNV-1a of "layout\0A.B" mod 8
+    assert_eq!(timers[0].len(), 4);
+    assert_eq!(
+        attr_s(&timers[0], "due_shard"),
+        harel_dynamodb::timers::due_shard("layout", "A.B", 8).to_string()
+    );
 
     let trace = scan(&store, t.trace()).await;
     assert_eq!(attr_n(&trace[0], "idx"), "0");

@@ -94,7 +94,11 @@ async fn rust_reads_drains_and_updates_what_harel_python_wrote() {
     assert_eq!(spawns.len(), 1);
     assert_eq!(spawns[0].child_id, "py1:R:1");
     assert_eq!(spawns[0].context, obj(json!({"k": [1, "é"]})));
-    let timers = store.due_timers(2e16).await.expect("timers");
+    assert!(
+        store.due_timers(2e16).await.expect("timers").is_empty(),
+        "harel's rows carry no due_shard: not in the index"
+    );
+    let timers = store.legacy_due_timers(2e16).await.expect("timers");
     assert_eq!(
         timers
             .iter()
@@ -121,7 +125,11 @@ async fn rust_reads_drains_and_updates_what_harel_python_wrote() {
             .expect("delete");
     }
     assert!(
-        store.due_timers(2e16).await.expect("timers").is_empty(),
+        store
+            .legacy_due_timers(2e16)
+            .await
+            .expect("timers")
+            .is_empty(),
         "guarded deletes matched"
     );
 
@@ -412,4 +420,102 @@ async fn listing_indexes_join_tables_harel_created() {
         ids(store.list_executions(&running(false)).await.expect("index")),
         ["rs-row", "rs-then-py"]
     );
+}
+
+async fn has_due_index(client: &aws_sdk_dynamodb::Client, table: &str) -> bool {
+    client
+        .describe_table()
+        .table_name(table)
+        .send()
+        .await
+        .expect("describe")
+        .table()
+        .map(|t| t.global_secondary_indexes())
+        .unwrap_or_default()
+        .iter()
+        .any(|i| i.index_name() == Some(harel_dynamodb::timers::DUE_INDEX))
+}
+
+fn timer_list(timers: &[harel_store::DueTimer]) -> Vec<(&str, f64)> {
+    timers
+        .iter()
+        .map(|t| (t.path.as_str(), t.fire_at))
+        .collect()
+}
+
+/// harel Python creates the tables (no `by_due`), ours adds the index to them; harel's timer
+/// rows are found by the compatibility Scan only, ours by the index only, and a row moves
+/// with whoever armed it last.
+#[tokio::test]
+async fn harel_pythons_timers_fire_through_the_compatibility_scan_not_the_index() {
+    let client = common::client().await;
+    let prefix = common::fresh_prefix();
+    harel(&prefix, "schema", "-", &[]);
+    let store = DynamoDbStore::new(client.clone(), &prefix).expect("prefix");
+    let timers_table = store.tables().timers();
+    assert!(
+        !has_due_index(&client, &timers_table).await,
+        "harel's table has no index"
+    );
+    store
+        .ensure_tables()
+        .await
+        .expect("ensure on harel's tables");
+    assert!(
+        has_due_index(&client, &timers_table).await,
+        "ensure added by_due with UpdateTable"
+    );
+    store.ensure_tables().await.expect("ensure is idempotent");
+
+    harel(&prefix, "write", "py1", &[]); // arms A at 1700000000.25 and B at 1e16
+    assert!(store.due_timers(2e16).await.expect("due").is_empty());
+    assert_eq!(store.next_timer_due(2e16).await.expect("next"), None);
+    assert_eq!(
+        timer_list(&store.legacy_due_timers(1.8e9).await.expect("legacy")),
+        vec![("A", 1_700_000_000.25)],
+        "the compatibility Scan sees harel's due rows, and only the due ones"
+    );
+
+    // re-armed by us: the row gains its shard, moves into the index and out of the Scan
+    let mut exe = store.load("py1").await.expect("load").expect("exists");
+    let commit = Commit {
+        timers: vec![TimerOp::Schedule {
+            path: "B".into(),
+            fire_at: 1_800_000_000.5,
+        }],
+        ..Commit::default()
+    };
+    store.commit(&mut exe, commit).await.expect("our re-arm");
+    assert_eq!(
+        timer_list(&store.due_timers(2e16).await.expect("due")),
+        vec![("B", 1_800_000_000.5)]
+    );
+    assert_eq!(
+        store.next_timer_due(2e16).await.expect("next"),
+        Some(1_800_000_000.5)
+    );
+    assert_eq!(
+        timer_list(&store.legacy_due_timers(2e16).await.expect("legacy")),
+        vec![("A", 1_700_000_000.25)]
+    );
+
+    // re-armed by harel Python: its Put replaces the row without the shard
+    harel(&prefix, "arm", "py1", &["B", "1900000000.75"]);
+    assert!(store.due_timers(2e16).await.expect("due").is_empty());
+    let legacy = store.legacy_due_timers(2e16).await.expect("legacy");
+    assert_eq!(
+        timer_list(&legacy),
+        vec![("A", 1_700_000_000.25), ("B", 1_900_000_000.75)]
+    );
+    for t in &legacy {
+        store
+            .delete_timer(&t.execution_id, &t.path, t.fire_at)
+            .await
+            .expect("fire");
+    }
+    assert!(store
+        .legacy_due_timers(2e16)
+        .await
+        .expect("legacy")
+        .is_empty());
 }

@@ -16,10 +16,19 @@ pub const SUSPEND_RECHECK_MAX: &str = "HAREL_SUSPEND_RECHECK_MAX_SECONDS";
 const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 3600);
 /// Groups of one batch the worker processes at the same time.
 pub const WORKER_CONCURRENCY: &str = "HAREL_WORKER_CONCURRENCY";
-/// Seconds between two sweeps within one sweeper invocation (the timer precision).
+/// The longest a sweeper sleeps between two looks at the next due time while a timer is due
+/// in its window (the precision for a timer armed while a sweeper runs).
 pub const SWEEP_INTERVAL: &str = "HAREL_SWEEP_INTERVAL_SECONDS";
-/// Seconds one sweeper invocation keeps polling (a schedule fires at most once a minute).
+/// Seconds ahead a sweeper invocation covers: timers due that soon are its to fire (a
+/// schedule fires at most once a minute, so the default is the minute to the next tick).
 pub const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
+/// The compatibility Scan (timers harel Python armed, outside the time index) runs on the
+/// minutes this divides; 0: never (no Python writer shares the tables).
+pub const COMPAT_SWEEP_MINUTES: &str = "HAREL_COMPAT_SWEEP_MINUTES";
+/// Shards of the timers' `by_due` index: the same on every writer and sweeper of the tables.
+pub const TIMER_SHARDS: &str = "HAREL_TIMER_SHARDS";
+/// The sweeper function the worker wakes for a timer due before the next tick (empty: none).
+pub const SWEEPER_FUNCTION: &str = "HAREL_SWEEPER_FUNCTION";
 /// Milliseconds of an invocation's remaining time the relay and sweeper keep in reserve.
 pub const TIME_RESERVE: &str = "HAREL_TIME_RESERVE_MS";
 /// Seconds an idempotency record lives (Powertools' `expires_after_seconds`).
@@ -74,6 +83,12 @@ pub struct Config {
     pub worker_concurrency: usize,
     pub sweep_interval: Duration,
     pub sweep_window: Duration,
+    /// The sweeper's compatibility Scan runs every this many minutes (0: never).
+    pub compat_sweep_minutes: u64,
+    /// Shards of the timers' index (1 to 100, default 8): the store's `with_due_shards`.
+    pub timer_shards: u32,
+    /// The worker wakes this function (None: no wakes; timers then fire on the ticks).
+    pub sweeper_function: Option<String>,
     pub time_reserve: Duration,
     pub idempotency_expiry: Duration,
     /// harel's opt-in execution timeline: every committed step writes one trace entry.
@@ -234,7 +249,31 @@ impl Config {
             suspend_recheck_max,
             worker_concurrency,
             sweep_interval,
-            sweep_window: seconds(SWEEP_WINDOW, 50.0)?,
+            sweep_window: seconds(SWEEP_WINDOW, 60.0)?,
+            compat_sweep_minutes: match get(COMPAT_SWEEP_MINUTES) {
+                None => 5,
+                Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                    invalid(
+                        COMPAT_SWEEP_MINUTES,
+                        &v,
+                        "expected whole minutes (0: no compatibility Scan)",
+                    )
+                })?,
+            },
+            timer_shards: match get(TIMER_SHARDS) {
+                None => 8,
+                Some(v) => match v.trim().parse::<u32>() {
+                    Ok(n) if (1..=100).contains(&n) => n,
+                    _ => {
+                        return Err(invalid(
+                            TIMER_SHARDS,
+                            &v,
+                            "expected a whole number from 1 to 100",
+                        ))
+                    }
+                },
+            },
+            sweeper_function: get(SWEEPER_FUNCTION).map(|v| v.trim().to_string()),
             time_reserve: Duration::from_millis(match get(TIME_RESERVE) {
                 None => 3000,
                 Some(v) => v
@@ -346,6 +385,33 @@ mod tests {
         assert_eq!(c.suspend_recheck, Duration::from_secs(5));
         assert_eq!(c.sweep_interval, Duration::from_secs(1));
         assert_eq!(c.suspend_recheck_max, Duration::from_secs(900));
+        assert_eq!(c.sweep_window, Duration::from_secs(60));
+        assert_eq!(c.compat_sweep_minutes, 5);
+        assert_eq!(c.timer_shards, 8);
+        assert_eq!(c.sweeper_function, None);
+    }
+
+    #[test]
+    fn reads_the_sweepers_settings() {
+        let mut e = BASE.to_vec();
+        e.push((COMPAT_SWEEP_MINUTES, "0"));
+        e.push((SWEEPER_FUNCTION, " harel-Sweeper "));
+        let c = Config::from_lookup(Role::Worker, env(&e)).expect("valid");
+        assert_eq!(c.compat_sweep_minutes, 0);
+        assert_eq!(c.sweeper_function.as_deref(), Some("harel-Sweeper"));
+        let mut e = BASE.to_vec();
+        e.push((COMPAT_SWEEP_MINUTES, "-1"));
+        let err = Config::from_lookup(Role::Sweeper, env(&e)).expect_err("refused");
+        assert!(err.to_string().contains(COMPAT_SWEEP_MINUTES), "{err}");
+        for (shards, ok) in [("1", true), ("100", true), ("0", false), ("101", false)] {
+            let mut e = BASE.to_vec();
+            e.push((TIMER_SHARDS, shards));
+            assert_eq!(
+                Config::from_lookup(Role::Sweeper, env(&e)).is_ok(),
+                ok,
+                "{shards}"
+            );
+        }
     }
 
     #[test]

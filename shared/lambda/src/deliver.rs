@@ -29,12 +29,14 @@ pub enum DeliverError {
 }
 
 /// Counts of one delivery pass (the benchmark reads them too).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Delivered {
     pub published: usize,
     pub children_created: usize,
     pub acked_outbox: usize,
     pub acked_spawns: usize,
+    /// The `fire_at` of each timer the children's starts armed.
+    pub armed: Vec<f64>,
 }
 
 impl Delivered {
@@ -43,6 +45,7 @@ impl Delivered {
         self.children_created += other.children_created;
         self.acked_outbox += other.acked_outbox;
         self.acked_spawns += other.acked_spawns;
+        self.armed.extend_from_slice(&other.armed);
     }
 }
 
@@ -182,6 +185,7 @@ pub async fn deliver_stepped<S: ExecutionStore, T: Transport, D: Driver>(
                 match create_child(store, driver, entry).await {
                     Ok(Some(child)) => {
                         report.children_created += 1;
+                        report.armed.extend_from_slice(&child.armed);
                         work.push((entry.child_id.to_string(), child));
                     }
                     Ok(None) => {}

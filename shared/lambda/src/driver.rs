@@ -15,6 +15,9 @@ pub struct Stepped {
     pub outbox: Vec<(u64, Option<SmolStr>, Event)>,
     /// The children the commit asked for (their spawn seqs are found in `pending_spawns`).
     pub spawns: Vec<Spawn>,
+    /// The `fire_at` of each timer the commit armed (the worker wakes the sweeper for one
+    /// due before the next tick).
+    pub armed: Vec<f64>,
 }
 
 impl Stepped {

@@ -12,6 +12,7 @@ pub mod relay;
 pub mod runtime_driver;
 mod sqs_batch;
 pub mod sweeper;
+pub mod wake;
 pub mod worker;
 
 pub use config::{Config, ConfigError, Role};
@@ -19,5 +20,6 @@ pub use driver::{DriveError, Driver, Stepped};
 pub use inbound::{create_body, CreateRequest, Inbound, CREATE_KIND};
 pub use relay::{relay, RelayReport};
 pub use runtime_driver::RuntimeDriver;
-pub use sweeper::{fire_due, sweep, sweep_once, SweepReport};
+pub use sweeper::{compat_due, fire_due, sweep, sweep_once, SweepPlan, SweepReport};
+pub use wake::{LambdaWaker, MemoryWaker, Waker};
 pub use worker::{BatchOutcome, Handled, Observed, Record, RecordError, Worker};

@@ -14,7 +14,7 @@ use crate::deliver::{create_child, publish_outbox, DeliverError, Delivered};
 use crate::driver::Driver;
 use crate::sqs_batch;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RelayReport {
     pub delivered: Delivered,
     /// Stopped because the time ran low, with work left.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use harel_model::{Definition, Event, Execution};
 use harel_runtime::{ActionRegistry, Clock, DurableRunner, RuntimeError, SystemClock};
-use harel_store::{Commit, CommitHook, ExecutionStore, Hooked, StoreError, StoreResult};
+use harel_store::{Commit, CommitHook, ExecutionStore, Hooked, StoreError, StoreResult, TimerOp};
 
 use crate::driver::{DriveError, Driver, Stepped};
 
@@ -155,6 +155,14 @@ impl<S: ExecutionStore> CommitHook<S> for Recording {
     ) -> StoreResult<Vec<u64>> {
         let emits = commit.emits.clone();
         let spawns = commit.spawns.clone();
+        let armed: Vec<f64> = commit
+            .timers
+            .iter()
+            .filter_map(|op| match op {
+                TimerOp::Schedule { fire_at, .. } => Some(*fire_at),
+                TimerOp::Cancel { .. } => None,
+            })
+            .collect();
         let seqs = inner.commit(exe, commit).await?;
         if seqs.len() != emits.len() {
             return Err(StoreError::Other(format!(
@@ -170,6 +178,7 @@ impl<S: ExecutionStore> CommitHook<S> for Recording {
                 .map(|(seq, (target, ev))| (*seq, target, ev)),
         );
         enqueued.spawns.extend(spawns);
+        enqueued.armed.extend(armed);
         Ok(seqs)
     }
 }

@@ -1,14 +1,23 @@
-//! The sweeper (scheduled): publish a `Timeout` (harel's stable id) for each due timer to its
-//! execution's group, then delete the timer with the `fire_at` guard, so a re-armed timer
-//! survives a stale sweep. An EventBridge schedule fires at most once a minute, so one
-//! invocation polls every `interval` for `window`: timers fire within about `interval` of
-//! their time, at the cost of an invocation that lives for the window (billed duration) and
-//! one `due_timers` query per poll.
+//! The sweeper (scheduled once a minute, and woken by the worker): publish a `Timeout`
+//! (harel's stable id) for each due timer to its execution's group, then delete the timer with
+//! the `fire_at` guard, so a re-armed timer survives a stale sweep.
+//!
+//! An invocation covers the timers due up to its plan's `until` (a tick: the minute ahead).
+//! It first looks at the earliest due time in that window (one cheap index read); nothing due
+//! and it returns at once, so an idle stack pays one short invocation a minute. Otherwise it
+//! sleeps toward that time (at most `max_sleep` at a time, so a timer armed meanwhile is
+//! seen), fires, and looks again. A timer armed while no sweeper runs, due before the next
+//! tick, is the worker's to announce: it wakes a sweeper (`crate::wake`).
+//!
+//! Concurrent sweepers (a tick and a wake, two wakes) are harmless: both may publish the same
+//! timer, but its `Timeout` id is stable (SQS drops the second copy within five minutes, the
+//! target's processed mark any later one) and the guarded delete of a fired timer is a no-op.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use harel_sqs::{DedupeKey, Outgoing, Transport, TransportError};
-use harel_store::{ExecutionStore, StoreError};
+use harel_store::{DueTimer, ExecutionStore, StoreError};
 
 use crate::sqs_batch;
 
@@ -23,14 +32,20 @@ pub enum SweepError {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepReport {
     pub fired: usize,
+    /// Fire passes (each one `due_timers` read).
     pub polls: usize,
+    /// Looks at the next due time (each one `next_timer_due` read).
+    pub looks: usize,
+    /// Compatibility Scans run (0 or 1).
+    pub compat_scans: usize,
     /// Per fired timer: how late it was published, in milliseconds (`now` less its due time).
     pub timer_lag_ms: Vec<u64>,
     /// Stopped by the invocation's deadline before the window ended.
     pub out_of_time: bool,
 }
 
-/// One sweep at `now`: returns how many timers fired.
+/// One sweep at `now` of everything due, the compatibility Scan's timers included: returns
+/// how many timers fired.
 pub async fn sweep_once<S: ExecutionStore, T: Transport>(
     store: &S,
     transport: &T,
@@ -38,10 +53,12 @@ pub async fn sweep_once<S: ExecutionStore, T: Transport>(
 ) -> Result<usize, SweepError> {
     let mut report = SweepReport::default();
     fire_due(store, transport, now, &mut report).await?;
+    let legacy = store.legacy_due_timers(now).await?;
+    fire(store, transport, now, legacy, &mut report).await?;
     Ok(report.fired)
 }
 
-/// One sweep at `now`, counted into `report`.
+/// One sweep at `now` through the store's time index, counted into `report`.
 pub async fn fire_due<S: ExecutionStore, T: Transport>(
     store: &S,
     transport: &T,
@@ -49,6 +66,17 @@ pub async fn fire_due<S: ExecutionStore, T: Transport>(
     report: &mut SweepReport,
 ) -> Result<(), SweepError> {
     let due = store.due_timers(now).await?;
+    fire(store, transport, now, due, report).await
+}
+
+/// Publish each timer's `Timeout` and delete the timer.
+async fn fire<S: ExecutionStore, T: Transport>(
+    store: &S,
+    transport: &T,
+    now: f64,
+    due: Vec<DueTimer>,
+    report: &mut SweepReport,
+) -> Result<(), SweepError> {
     let fired_before = report.fired;
     for chunk in due.chunks(sqs_batch::MAX) {
         let messages = chunk
@@ -87,28 +115,155 @@ pub async fn fire_due<S: ExecutionStore, T: Transport>(
     Ok(())
 }
 
-/// Sweep every `interval` until `window` has passed or `deadline` comes near.
+/// What one sweeper invocation covers.
+#[derive(Clone, Debug)]
+pub struct SweepPlan {
+    /// Timers due up to this time (epoch seconds, the clock's) are this invocation's to fire;
+    /// later ones belong to a later tick (or wake).
+    pub until: f64,
+    /// Run the compatibility Scan (timers harel Python armed, outside the index) first.
+    pub compat: bool,
+    /// The longest sleep between two looks while a timer is due within the window: a timer
+    /// armed meanwhile, due before the one slept toward, fires within about this much.
+    pub max_sleep: Duration,
+    /// Stop before this instant (the invocation's deadline less its reserve).
+    pub deadline: Instant,
+}
+
+impl SweepPlan {
+    /// A scheduled tick at `now`: the `window` ahead, the compatibility Scan on the minutes
+    /// `compat_every_minutes` divides (0: never).
+    pub fn scheduled(
+        now: f64,
+        window: Duration,
+        compat_every_minutes: u64,
+        max_sleep: Duration,
+        deadline: Instant,
+    ) -> Self {
+        SweepPlan {
+            until: now + window.as_secs_f64(),
+            compat: compat_due(now, compat_every_minutes),
+            max_sleep,
+            deadline,
+        }
+    }
+
+    /// A wake from the worker: up to `until`, at most `window` ahead of `now`; no
+    /// compatibility Scan (the ticks run it).
+    pub fn woken(
+        now: f64,
+        until: f64,
+        window: Duration,
+        max_sleep: Duration,
+        deadline: Instant,
+    ) -> Self {
+        SweepPlan {
+            until: until.min(now + window.as_secs_f64()),
+            compat: false,
+            max_sleep,
+            deadline,
+        }
+    }
+}
+
+/// Whether the tick at `now` runs the compatibility Scan: on the minutes (since the epoch)
+/// that `every_minutes` divides. Decided from the clock alone, so nothing is stored, and
+/// every tick of such a minute (a retried one too) agrees.
+pub fn compat_due(now: f64, every_minutes: u64) -> bool {
+    every_minutes > 0 && ((now / 60.0).floor() as u64).is_multiple_of(every_minutes)
+}
+
+/// The pause after a fire pass that found nothing new to fire: the index (eventually
+/// consistent) may still show a timer just deleted.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// Fire what is due within the plan, sleeping toward each next due time (never longer than
+/// `max_sleep`), and return as soon as nothing more is due before `until`: an idle
+/// invocation makes one look (the store's `next_timer_due`) and returns.
 pub async fn sweep<S: ExecutionStore, T: Transport>(
     store: &S,
     transport: &T,
     clock: impl Fn() -> f64,
-    interval: Duration,
-    window: Duration,
-    deadline: Instant,
+    plan: SweepPlan,
 ) -> Result<SweepReport, SweepError> {
-    let started = Instant::now();
     let mut report = SweepReport::default();
+    let mut fired = HashSet::new();
+    if plan.compat {
+        let now = clock();
+        let legacy = store.legacy_due_timers(now).await?;
+        report.compat_scans += 1;
+        fire(store, transport, now, legacy, &mut report).await?;
+    }
     loop {
-        fire_due(store, transport, clock(), &mut report).await?;
-        report.polls += 1;
-        let next = Instant::now() + interval;
-        if next >= deadline {
-            report.out_of_time = next.duration_since(started) <= window;
+        report.looks += 1;
+        let Some(next) = store.next_timer_due(plan.until).await? else {
+            return Ok(report);
+        };
+        let now = clock();
+        let wait = if next <= now {
+            let before = report.fired;
+            // the index may still show a timer this invocation fired and deleted (it is
+            // eventually consistent): publishing it again would be dropped, but looping on
+            // it would spin
+            let due: Vec<DueTimer> = store
+                .due_timers(now)
+                .await?
+                .into_iter()
+                .filter(|t| {
+                    fired.insert((t.execution_id.clone(), t.path.clone(), t.fire_at.to_bits()))
+                })
+                .collect();
+            fire(store, transport, now, due, &mut report).await?;
+            report.polls += 1;
+            if report.fired > before {
+                continue;
+            }
+            SETTLE
+        } else {
+            Duration::from_secs_f64(next - now).min(plan.max_sleep)
+        };
+        if Instant::now() + wait >= plan.deadline {
+            report.out_of_time = true;
             return Ok(report);
         }
-        if next.duration_since(started) > window {
-            return Ok(report);
-        }
-        tokio::time::sleep(interval).await;
+        tokio::time::sleep(wait).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compatibility_scan_runs_on_every_nth_minute_only() {
+        let minute = |m: u64| (m * 60) as f64;
+        let on: Vec<u64> = (0..12)
+            .filter(|&m| compat_due(minute(m) + 0.9, 5))
+            .collect();
+        assert_eq!(on, vec![0, 5, 10]);
+        assert!((0..12).all(|m| compat_due(minute(m) + 59.0, 1)));
+        assert!(!(0..12).any(|m| compat_due(minute(m), 0)), "0 turns it off");
+        let plan = SweepPlan::scheduled(
+            minute(10),
+            Duration::from_secs(60),
+            5,
+            Duration::from_secs(1),
+            Instant::now(),
+        );
+        assert!(plan.compat);
+        assert_eq!(plan.until, minute(11));
+        let woken = SweepPlan::woken(
+            minute(10),
+            minute(30),
+            Duration::from_secs(60),
+            Duration::from_secs(1),
+            Instant::now(),
+        );
+        assert!(!woken.compat, "wakes leave the Scan to the ticks");
+        assert_eq!(
+            woken.until,
+            minute(11),
+            "a wake sweeps at most the window ahead"
+        );
     }
 }

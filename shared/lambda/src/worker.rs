@@ -22,6 +22,7 @@ use crate::config::Config;
 use crate::deliver::{deliver_stepped, DeliverError};
 use crate::driver::{DriveError, Driver};
 use crate::inbound::{parse, CreateRequest, Inbound};
+use crate::wake::Waker;
 
 /// harel's `runtime._CONTROL`: events that drive an execution itself, never broadcast.
 pub const CONTROL_EVENTS: [&str; 6] = [
@@ -162,6 +163,8 @@ pub struct Observed {
     pub timer_lag_ms: Option<f64>,
     /// A step that enqueued outbox entries: from its commit to their publication.
     pub outbox_age_ms: Option<f64>,
+    /// The `fire_at` of each timer the record's commits armed.
+    pub armed: Vec<f64>,
 }
 
 /// Filled in while a record is handled (the idempotency layer owns the handler's future,
@@ -246,6 +249,10 @@ pub struct Worker<S, T, D, C> {
     pub driver: D,
     idempotency: Option<Idempotency<C>>,
     config: Config,
+    waker: Option<Arc<dyn Waker>>,
+    /// The latest `until` a wake from this process asked for: a sweeper is covering timers
+    /// due before it, so no other wake is needed for them.
+    awake_until: Mutex<f64>,
 }
 
 impl<S, T, D, C> Worker<S, T, D, C>
@@ -268,6 +275,41 @@ where
             driver,
             idempotency,
             config,
+            waker: None,
+            awake_until: Mutex::new(f64::NEG_INFINITY),
+        }
+    }
+
+    /// Wake a sweeper after a batch that armed a timer due within the sweep window.
+    pub fn with_waker(mut self, waker: Arc<dyn Waker>) -> Self {
+        self.waker = Some(waker);
+        self
+    }
+
+    /// At most one wake per batch, and none when a wake this process sent still covers the
+    /// timers armed: the woken sweeper sweeps the whole window ahead, looking again at least
+    /// every `HAREL_SWEEP_INTERVAL_SECONDS`, so it sees timers armed after it started. A
+    /// failed wake is logged, not fatal: the next tick fires the timer, late.
+    async fn wake_for(&self, observed: &[Observed]) {
+        let Some(waker) = &self.waker else { return };
+        let now = self.driver.now();
+        let horizon = now + self.config.sweep_window.as_secs_f64();
+        let covered = *self.awake_until.lock().unwrap_or_else(|e| e.into_inner());
+        let needs = observed
+            .iter()
+            .flat_map(|o| &o.armed)
+            .any(|&at| at <= horizon && at > covered);
+        if !needs {
+            return;
+        }
+        match waker.wake(horizon).await {
+            Ok(()) => {
+                *self.awake_until.lock().unwrap_or_else(|e| e.into_inner()) = horizon;
+                tracing::info!(until = horizon, "sweeper woken");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not wake the sweeper; the next tick fires the timer")
+            }
         }
     }
 
@@ -375,6 +417,7 @@ where
             outcome.records.push((id, result));
             outcome.observed.push(observed);
         }
+        self.wake_for(&outcome.observed).await;
         outcome
     }
 
@@ -565,7 +608,7 @@ where
                 }
             }
             if !live.is_empty() {
-                let handled = match self.broadcast(&mut exe, &event, live).await {
+                let handled = match self.broadcast(&mut exe, &event, live, observer).await {
                     Err(RecordError::Store(e)) if e.is_already_processed() => return duplicate(),
                     handled => handled?,
                 };
@@ -605,6 +648,7 @@ where
         exe: &mut Execution,
         event: &Event,
         live: Vec<String>,
+        observer: &Observer,
     ) -> Result<Handled, RecordError> {
         let messages = live
             .iter()
@@ -612,10 +656,12 @@ where
             .collect::<Result<Vec<_>, _>>()?;
         self.transport.publish_batch(&messages).await?;
         let mut timers = Vec::new();
+        let mut armed = None;
         if let Some(defn) = self.driver.definition(&exe.definition_id) {
             if let Some(delay) = harel_engine::ttl_delay(&defn, exe) {
                 let expires = self.driver.now() + delay;
                 exe.expires_at = Some(expires);
+                armed = Some(expires);
                 timers.push(TimerOp::Schedule {
                     path: harel_engine::TTL_PATH.into(),
                     fire_at: expires,
@@ -635,6 +681,7 @@ where
                 RecordError::Store(e)
             }
         })?;
+        observer.with(|o| o.armed.extend(armed));
         Ok(Handled::Broadcast {
             execution_id: exe.id.to_string(),
             regions: live.len(),
@@ -676,6 +723,7 @@ where
             o.commits += 1;
             o.failed_execution |= failed;
             o.timer_lag_ms = timer_lag_ms;
+            o.armed.extend_from_slice(&stepped.armed);
         });
     }
 
@@ -695,6 +743,7 @@ where
                 observer.with(|o| {
                     // each child created is its own commit
                     o.commits += delivered.children_created;
+                    o.armed.extend_from_slice(&delivered.armed);
                     o.outbox_age_ms = age;
                 });
             }

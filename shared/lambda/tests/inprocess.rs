@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use harel_lambda::{create_body, relay, sweep_once, Handled, RecordError};
+use harel_lambda::{create_body, relay, sweep_once, Handled, RecordError, SweepPlan};
 use harel_model::{Event, Object, Status};
 use harel_runtime::Clock;
 use harel_sqs::{Transport, REASON_ATTRIBUTE};
@@ -473,7 +473,7 @@ async fn an_event_that_does_not_fit_its_declaration_is_dead_lettered() {
 }
 
 #[tokio::test]
-async fn the_sweeper_polls_within_its_window_and_stops_before_the_deadline() {
+async fn the_sweeper_sleeps_toward_the_next_timer_and_stops_before_the_deadline() {
     let h = harness(false);
     h.send("t-1", create_body("Flow", Object::new(), None))
         .await;
@@ -483,37 +483,141 @@ async fn the_sweeper_polls_within_its_window_and_stops_before_the_deadline() {
     // faster than real time, so it becomes due about 100 ms into the window
     let start = Instant::now();
     let clock = move || 1000.0 + start.elapsed().as_secs_f64() * 50.0;
-    let report = harel_lambda::sweep(
-        &h.worker.store,
-        &*h.transport,
-        clock,
+    let plan = SweepPlan::scheduled(
+        1000.0,
+        Duration::from_secs(20),
+        0,
         Duration::from_millis(20),
-        Duration::from_millis(400),
         far(),
-    )
-    .await
-    .expect("sweep");
+    );
+    let report = harel_lambda::sweep(&h.worker.store, &*h.transport, clock, plan)
+        .await
+        .expect("sweep");
     assert_eq!(report.fired, 1);
-    assert!(report.polls >= 5, "polled {} times", report.polls);
-    // it stops when the next poll would fall outside the window
+    assert_eq!(report.polls, 1, "one fire pass, when the timer was due");
     assert!(
-        start.elapsed() >= Duration::from_millis(350),
-        "kept polling for the window"
+        report.looks >= 3,
+        "it looked again while sleeping: {}",
+        report.looks
+    );
+    // nothing left in its window: it returned at once after firing, not at the window's end
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(95) && took < Duration::from_millis(350),
+        "{took:?}"
     );
     assert!(h.transport.take_all()[0].body.contains("Timeout"));
 
-    // a deadline inside the window ends it early
+    // idle: one look, nothing fired, back at once
     let start = Instant::now();
-    let report = harel_lambda::sweep(
-        &h.worker.store,
-        &*h.transport,
-        || 0.0,
-        Duration::from_millis(20),
+    let plan = SweepPlan::scheduled(
+        1000.0,
+        Duration::from_secs(60),
+        0,
+        Duration::from_secs(1),
+        far(),
+    );
+    let report = harel_lambda::sweep(&h.worker.store, &*h.transport, || 1000.0, plan)
+        .await
+        .expect("sweep");
+    assert_eq!((report.looks, report.polls, report.fired), (1, 0, 0));
+    assert!(start.elapsed() < Duration::from_millis(50));
+
+    // a deadline before the next due time ends it early
+    h.send("t-2", create_body("Flow", Object::new(), None))
+        .await;
+    h.send_event("t-2", Event::new("Go")).await;
+    h.pump(2).await;
+    let start = Instant::now();
+    let plan = SweepPlan::scheduled(
+        0.0,
+        Duration::from_secs(1_000_000),
+        0,
         Duration::from_secs(30),
         Instant::now() + Duration::from_millis(100),
-    )
-    .await
-    .expect("sweep");
+    );
+    let report = harel_lambda::sweep(&h.worker.store, &*h.transport, || 0.0, plan)
+        .await
+        .expect("sweep");
     assert!(start.elapsed() < Duration::from_secs(1));
+    assert!(report.out_of_time);
     assert_eq!(report.fired, 0);
+}
+
+/// The worker wakes a sweeper once for a batch that armed a timer due within the window, and
+/// not again while that wake still covers what later batches arm.
+#[tokio::test]
+async fn a_batch_arming_a_timer_due_before_the_next_tick_wakes_the_sweeper_once() {
+    let h = harness(false);
+    let window = common::config().sweep_window.as_secs_f64();
+    h.send("w-1", create_body("Flow", Object::new(), None))
+        .await;
+    h.pump(1).await;
+    assert!(
+        h.waker.take().is_empty(),
+        "a create arming no timer wakes nobody"
+    );
+    h.send_event("w-1", Event::new("Go")).await; // Waiting: timeout 5
+    h.send("w-2", create_body("Flow", Object::new(), None))
+        .await;
+    h.send_event("w-2", Event::new("Go")).await;
+    h.pump(1).await;
+    assert_eq!(
+        h.waker.take(),
+        vec![1000.0 + window],
+        "two timers armed in one batch: one wake, for the whole window"
+    );
+    h.send("w-3", create_body("Flow", Object::new(), None))
+        .await;
+    h.send_event("w-3", Event::new("Go")).await;
+    h.pump(1).await;
+    assert!(h.waker.take().is_empty(), "the earlier wake covers 1005");
+    h.clock.set(1000.0 + window);
+    h.send("w-4", create_body("Flow", Object::new(), None))
+        .await;
+    h.send_event("w-4", Event::new("Go")).await;
+    h.pump(1).await;
+    assert_eq!(
+        h.waker.take(),
+        vec![1000.0 + 2.0 * window],
+        "past the covered window"
+    );
+}
+
+/// An index that still shows a fired timer for a while: the sweeper neither publishes it
+/// again nor spins on it; it pauses and looks again until the index catches up.
+#[tokio::test]
+async fn a_fired_timer_the_index_still_shows_is_not_fired_again() {
+    let h = harness(false);
+    h.send("s-1", create_body("Flow", Object::new(), None))
+        .await;
+    h.send_event("s-1", Event::new("Go")).await;
+    h.pump(2).await;
+    let due = h.worker.store.due_timers(1005.0).await.expect("due");
+    assert_eq!(due.len(), 1);
+    *h.worker.store.stale_timers.lock().expect("stale") = due;
+    let store = h.worker.store.clone();
+    // the index catches up 500 ms into the tick
+    let lagging = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        store.stale_timers.lock().expect("stale").clear();
+    });
+    let plan = SweepPlan::scheduled(
+        1005.0,
+        Duration::from_secs(60),
+        0,
+        Duration::from_secs(1),
+        far(),
+    );
+    let report = harel_lambda::sweep(&h.worker.store, &*h.transport, || 1005.0, plan)
+        .await
+        .expect("sweep");
+    lagging.await.expect("lag");
+    assert_eq!(report.fired, 1, "fired once");
+    assert_eq!(h.transport.take_all().len(), 1, "published once");
+    assert!(
+        (2..=5).contains(&report.polls),
+        "paused between looks while the index lagged: {} fire passes",
+        report.polls
+    );
 }

@@ -364,10 +364,15 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
     }
 
     /// Deliver every timer due now, one at a time (two timers of one execution must not
-    /// race), and remove it. A SUSPENDED execution's timers stay armed.
+    /// race), and remove it. A SUSPENDED execution's timers stay armed. Timers another
+    /// writer armed outside the store's time index (harel Python's) are included.
     pub async fn fire_due_timers(&self) -> Result<usize, RuntimeError> {
         let mut fired = 0;
-        for due in self.store.due_timers(self.clock.now()).await? {
+        let now = self.clock.now();
+        let mut due = self.store.due_timers(now).await?;
+        due.extend(self.store.legacy_due_timers(now).await?);
+        due.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
+        for due in due {
             let exe = self.store.load(&due.execution_id).await?;
             if exe.as_ref().is_some_and(|e| e.status == Status::Suspended) {
                 continue;

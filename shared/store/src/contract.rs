@@ -24,7 +24,8 @@ macro_rules! contract_tests {
             append_trace_uses_the_given_index, ids_with_prefix_finds_a_tree, descendant_ids_cover_a_tree, purge_removes_a_tree_node,
             save_is_a_bare_commit, floats_round_trip_exactly,
             a_timer_cancelled_and_rearmed_in_one_commit_stays_armed,
-            a_commit_for_a_processed_event_writes_nothing);
+            a_commit_for_a_processed_event_writes_nothing,
+            next_timer_due_is_the_earliest_within_the_horizon);
     };
     (@cases $make:path; $($case:ident),*) => {
         $(
@@ -1136,4 +1137,65 @@ where
     };
     ok(store.commit(&mut e, c).await, "arm + cancel");
     assert!(due_list(&store, 100.0).await.is_empty());
+}
+
+/// The sweeper's look-ahead: the earliest armed `fire_at` not after the horizon, whatever the
+/// execution; the timers the store armed itself are all indexed, none is legacy.
+pub async fn next_timer_due_is_the_earliest_within_the_horizon<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    assert_eq!(ok(store.next_timer_due(1e17).await, "next"), None, "empty");
+    let (a, b) = (unique("next-a"), unique("next-b"));
+    let (mut ea, mut eb) = (exe(&a), exe(&b));
+    let arm = |path: &str, fire_at: f64| TimerOp::Schedule {
+        path: path.into(),
+        fire_at,
+    };
+    let c = Commit {
+        timers: vec![arm("X", 50.5), arm("Y", 70.0)],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut ea, c).await, "arm a");
+    let c = Commit {
+        timers: vec![arm("X", 30.25)],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut eb, c).await, "arm b");
+    assert_eq!(
+        ok(store.next_timer_due(30.0).await, "next"),
+        None,
+        "before the first"
+    );
+    assert_eq!(
+        ok(store.next_timer_due(30.25).await, "next"),
+        Some(30.25),
+        "inclusive"
+    );
+    assert_eq!(
+        ok(store.next_timer_due(1e17).await, "next"),
+        Some(30.25),
+        "across executions"
+    );
+    ok(store.delete_timer(&b, "X", 30.25).await, "fire b");
+    assert_eq!(ok(store.next_timer_due(60.0).await, "next"), Some(50.5));
+    // re-armed earlier: the look-ahead follows the row, not the first value it saw
+    let c = Commit {
+        timers: vec![arm("Y", 20.0)],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut ea, c).await, "re-arm a.Y");
+    assert_eq!(ok(store.next_timer_due(60.0).await, "next"), Some(20.0));
+    assert!(
+        ok(store.legacy_due_timers(1e17).await, "legacy").is_empty(),
+        "timers the store armed are indexed: none is legacy"
+    );
+    assert_eq!(
+        due_list(&store, 1e17).await.len(),
+        2,
+        "due_timers sees them"
+    );
 }

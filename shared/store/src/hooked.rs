@@ -74,6 +74,12 @@ where
     async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
         self.inner.due_timers(now).await
     }
+    async fn legacy_due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
+        self.inner.legacy_due_timers(now).await
+    }
+    async fn next_timer_due(&self, horizon: f64) -> StoreResult<Option<f64>> {
+        self.inner.next_timer_due(horizon).await
+    }
     async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
         self.inner.delete_timer(execution_id, path, fire_at).await
     }

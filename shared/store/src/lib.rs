@@ -208,8 +208,30 @@ pub trait ExecutionStore: Send + Sync {
     fn pending_spawns(&self) -> impl Future<Output = StoreResult<Vec<SpawnEntry>>> + Send;
     fn ack_spawn(&self, seq: u64) -> impl Future<Output = StoreResult<()>> + Send;
 
-    /// Timers with `fire_at <= now`, soonest first.
+    /// Timers with `fire_at <= now`, soonest first, among those the store indexes by time:
+    /// every timer this store armed. A backend shared with writers that do not index their
+    /// timers (harel Python on DynamoDB) returns theirs from `legacy_due_timers` instead.
     fn due_timers(&self, now: f64) -> impl Future<Output = StoreResult<Vec<DueTimer>>> + Send;
+
+    /// The due timers `due_timers` cannot see (rows armed by a writer that does not index
+    /// them), soonest first. The two never overlap, and together they are every due timer.
+    /// A store whose every timer is indexed has none.
+    fn legacy_due_timers(
+        &self,
+        now: f64,
+    ) -> impl Future<Output = StoreResult<Vec<DueTimer>>> + Send {
+        let _ = now;
+        async { Ok(Vec::new()) }
+    }
+
+    /// The earliest `fire_at` not after `horizon` among the timers `due_timers` sees (None:
+    /// nothing is due by then). The sweeper's cheap look before it sleeps or returns.
+    fn next_timer_due(
+        &self,
+        horizon: f64,
+    ) -> impl Future<Output = StoreResult<Option<f64>>> + Send {
+        async move { Ok(self.due_timers(horizon).await?.first().map(|t| t.fire_at)) }
+    }
 
     /// Remove the timer for (execution, path) only if it still fires at `fire_at`, so a
     /// re-schedule survives a stale sweep (a failed guard is a no-op).

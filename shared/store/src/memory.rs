@@ -233,6 +233,16 @@ impl ExecutionStore for MemoryStore {
         Ok(due)
     }
 
+    async fn next_timer_due(&self, horizon: f64) -> StoreResult<Option<f64>> {
+        Ok(self
+            .lock()
+            .timers
+            .values()
+            .copied()
+            .filter(|&at| at <= horizon)
+            .min_by(f64::total_cmp))
+    }
+
     async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
         let mut inner = self.lock();
         let key = (SmolStr::from(execution_id), SmolStr::from(path));

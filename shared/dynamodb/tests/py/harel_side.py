@@ -31,6 +31,13 @@ def listed(s, eid, status):
     return {"ids": sorted(x.id for x in page.items)}
 
 
+def arm(s, eid, path, fire_at):
+    """(Re-)arm one timer of `eid` with harel's own commit (a Put of the whole row)."""
+    exe = s.load(eid)
+    s.commit(exe, [], timers=(TimerOp("schedule", path, float(fire_at)),))
+    return {"version": exe.version}
+
+
 def write(s, eid):
     exe = Execution(id=eid, definition_id="compat", status=Status.RUNNING, active_path="A",
                     context={"n": 1, "f": 0.1, "s": "é"})
@@ -96,7 +103,7 @@ def main():
     endpoint, prefix, action, eid, *args = sys.argv[1:]
     s = store(endpoint, prefix, create_schema=action == "schema")
     actions = {"write": write, "read": read, "drain": drain, "update": update, "stale": stale,
-               "schema": schema, "listed": listed}
+               "schema": schema, "listed": listed, "arm": arm}
     out = actions[action](s, eid, *args)
     print(json.dumps(out))
 

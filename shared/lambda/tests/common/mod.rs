@@ -45,6 +45,8 @@ pub struct Harness {
     pub transport: Arc<MemoryTransport>,
     pub clock: ManualClock,
     pub counted: Arc<AtomicUsize>,
+    /// The sweeper wakes the worker asked for.
+    pub waker: Arc<harel_lambda::MemoryWaker>,
 }
 
 pub fn actions(counted: Arc<AtomicUsize>) -> ActionRegistry {
@@ -84,18 +86,23 @@ pub fn harness(idempotent: bool) -> Harness {
             harel_idempotency::IdempotencyConfig::default().event_key_jmespath("messageId");
         harel_idempotency::Idempotency::new(layer, config, "worker").expect("idempotency config")
     });
-    let worker = Arc::new(Worker::new(
-        Shared::default(),
-        transport.clone(),
-        driver,
-        idempotency,
-        config(),
-    ));
+    let waker = Arc::new(harel_lambda::MemoryWaker::default());
+    let worker = Arc::new(
+        Worker::new(
+            Shared::default(),
+            transport.clone(),
+            driver,
+            idempotency,
+            config(),
+        )
+        .with_waker(waker.clone()),
+    );
     Harness {
         worker,
         transport,
         clock,
         counted,
+        waker,
     }
 }
 

@@ -15,6 +15,9 @@ pub struct Shared {
     pub inner: Arc<MemoryStore>,
     pub calls: Arc<AtomicUsize>,
     pub conflict_next_commit: Arc<AtomicBool>,
+    /// Timers the time index still shows after their delete (an eventually consistent
+    /// index lagging), appended to `due_timers` and `next_timer_due`.
+    pub stale_timers: Arc<std::sync::Mutex<Vec<DueTimer>>>,
 }
 
 impl Shared {
@@ -76,7 +79,25 @@ impl ExecutionStore for Shared {
     }
     async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
         self.count();
-        self.inner.due_timers(now).await
+        let mut due = self.inner.due_timers(now).await?;
+        let stale = self.stale_timers.lock().expect("stale").clone();
+        due.extend(stale.into_iter().filter(|t| t.fire_at <= now));
+        Ok(due)
+    }
+    async fn legacy_due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
+        self.count();
+        self.inner.legacy_due_timers(now).await
+    }
+    async fn next_timer_due(&self, horizon: f64) -> StoreResult<Option<f64>> {
+        self.count();
+        let stale = self.stale_timers.lock().expect("stale").clone();
+        let next = self.inner.next_timer_due(horizon).await?;
+        Ok(stale
+            .iter()
+            .map(|t| t.fire_at)
+            .filter(|&at| at <= horizon)
+            .chain(next)
+            .min_by(f64::total_cmp))
     }
     async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
         self.count();
