@@ -6,7 +6,6 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use harel_dynamodb::codec::{get_f64, get_s};
 use harel_model::Execution;
 use harel_store::ExecutionStore;
 use serde::Serialize;
@@ -60,38 +59,18 @@ pub struct Timer {
 
 /// The timers armed for one execution (one Query on the timers table, keyed by it).
 pub async fn timers_of(stack: &Stack, execution_id: &str) -> anyhow::Result<Vec<Timer>> {
-    let table = stack.store.tables().timers();
-    let mut timers = Vec::new();
-    let mut start = None;
-    loop {
-        let resp = stack
-            .store
-            .client()
-            .query()
-            .table_name(&table)
-            .key_condition_expression("execution_id = :e")
-            .expression_attribute_values(":e", harel_dynamodb::codec::s(execution_id))
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(|e| {
-                let e = aws_sdk_dynamodb::error::DisplayErrorContext(e);
-                anyhow::anyhow!("reading the timers of {execution_id:?} from {table}: {e}")
-            })?;
-        for item in resp.items() {
-            timers.push(Timer {
-                execution_id: execution_id.to_string(),
-                path: get_s(item, "path")?.to_string(),
-                fire_at: get_f64(item, "fire_at")?,
-            });
-        }
-        start = resp.last_evaluated_key().cloned();
-        if start.is_none() {
-            break;
-        }
-    }
-    timers.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
-    Ok(timers)
+    let timers = stack.store.armed_timers(execution_id).await.map_err(|e| {
+        let table = stack.store.tables().timers();
+        anyhow::anyhow!("reading the timers of {execution_id:?} from {table}: {e}")
+    })?;
+    Ok(timers
+        .into_iter()
+        .map(|t| Timer {
+            execution_id: t.execution_id,
+            path: t.path,
+            fire_at: t.fire_at,
+        })
+        .collect())
 }
 
 /// The execution's children as stored, in the order the execution lists them (a child it

@@ -868,6 +868,39 @@ impl ExecutionStore for DynamoDbStore {
         Ok(next)
     }
 
+    async fn armed_timers(&self, execution_id: &str) -> StoreResult<Vec<DueTimer>> {
+        // the table's own key: one partition, whatever the table holds
+        let table = self.tables.timers();
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let resp = self
+                .client
+                .query()
+                .table_name(&table)
+                .key_condition_expression("execution_id = :e")
+                .expression_attribute_values(":e", s(execution_id))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| errors::classify("Query", &e))?;
+            for item in resp.items() {
+                let corrupt = |e| errors::corrupt(&table, e);
+                out.push(DueTimer {
+                    execution_id: execution_id.to_string(),
+                    path: get_s(item, "path").map_err(corrupt)?.to_string(),
+                    fire_at: get_f64(item, "fire_at").map_err(corrupt)?,
+                });
+            }
+            match resp.last_evaluated_key() {
+                Some(key) if !key.is_empty() => start = Some(key.clone()),
+                _ => break,
+            }
+        }
+        out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at).then(a.path.cmp(&b.path)));
+        Ok(out)
+    }
+
     async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
         let guard = codec::n_float(fire_at)
             .map_err(|e| StoreError::Other(format!("delete_timer {path:?}: {e}")))?;

@@ -425,6 +425,27 @@ where
             (id.clone(), "A".into(), 40.0)
         ]
     );
+    // one execution's armed timers, whatever is due, and only its own
+    let other = unique("tim-other");
+    let c = Commit {
+        timers: vec![sched("A", 5.0)],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut exe(&other), c).await, "another's timer");
+    let armed: Vec<(String, f64)> = ok(store.armed_timers(&id).await, "armed")
+        .into_iter()
+        .map(|t| {
+            assert_eq!(t.execution_id, id);
+            (t.path, t.fire_at)
+        })
+        .collect();
+    assert_eq!(
+        armed,
+        vec![("B".to_string(), 20.0), ("A".to_string(), 40.0)]
+    );
+    let theirs = ok(store.armed_timers(&other).await, "armed");
+    assert_eq!(theirs.len(), 1);
+    ok(store.delete_timer(&other, "A", 5.0).await, "their delete");
     // a stale sweep (the old fire_at) leaves the re-armed timer alone
     ok(store.delete_timer(&id, "A", 10.0).await, "stale delete");
     assert_eq!(due(100.0).await.len(), 2, "a failed guard is a no-op");

@@ -80,6 +80,10 @@ where
     async fn next_timer_due(&self, horizon: f64) -> StoreResult<Option<f64>> {
         self.inner.next_timer_due(horizon).await
     }
+    async fn armed_timers(&self, execution_id: &str) -> StoreResult<Vec<DueTimer>> {
+        self.inner.armed_timers(execution_id).await
+    }
+
     async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
         self.inner.delete_timer(execution_id, path, fire_at).await
     }

@@ -233,6 +233,13 @@ pub trait ExecutionStore: Send + Sync {
         async move { Ok(self.due_timers(horizon).await?.first().map(|t| t.fire_at)) }
     }
 
+    /// The timers armed for one execution, soonest first: what an operator's view shows. Read
+    /// by the execution's key, so it costs its own timers, not the table.
+    fn armed_timers(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = StoreResult<Vec<DueTimer>>> + Send;
+
     /// Remove the timer for (execution, path) only if it still fires at `fire_at`, so a
     /// re-schedule survives a stale sweep (a failed guard is a no-op).
     fn delete_timer(

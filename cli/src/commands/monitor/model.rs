@@ -111,10 +111,6 @@ pub async fn list<S: ExecutionStore>(
     Ok(store.list_executions(&query).await?.items)
 }
 
-/// A horizon beyond any real `fire_at`: the store has no "timers of one execution" read,
-/// so all due-by-then timers are read and this one's kept (as harel's monitor does).
-const ALL_TIMERS: f64 = 1e18;
-
 /// One execution's snapshot, `None` once it is gone. `machine` resolves its Definition.
 pub async fn detail<'d, S: ExecutionStore>(
     store: &S,
@@ -125,14 +121,14 @@ pub async fn detail<'d, S: ExecutionStore>(
         return Ok(None);
     };
     let tree = machine(&execution).map(|d| build_tree(d, &execution));
-    let mut timers: Vec<(String, f64)> = store
-        .due_timers(ALL_TIMERS)
+    // its own timers only (harel's monitor reads every due timer and filters: the whole
+    // table on DynamoDB at every refresh)
+    let timers: Vec<(String, f64)> = store
+        .armed_timers(id)
         .await?
         .into_iter()
-        .filter(|t| t.execution_id == id)
         .map(|t| (t.path, t.fire_at))
         .collect();
-    timers.sort_by(|a, b| a.1.total_cmp(&b.1));
     Ok(Some(Detail {
         execution,
         tree,

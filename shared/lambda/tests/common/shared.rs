@@ -99,6 +99,10 @@ impl ExecutionStore for Shared {
             .chain(next)
             .min_by(f64::total_cmp))
     }
+    async fn armed_timers(&self, execution_id: &str) -> StoreResult<Vec<DueTimer>> {
+        self.count();
+        self.inner.armed_timers(execution_id).await
+    }
     async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
         self.count();
         self.inner.delete_timer(execution_id, path, fire_at).await
