@@ -428,4 +428,75 @@ machine Flow {
         let confirm = screen_text(&app);
         assert!(confirm.contains("terminate run-1 (forceful)?"), "{confirm}");
     }
+
+    /// On moto, through the functions' worker: the list and the statechart read the stack's
+    /// tables, a refresh shows the step the worker committed (and the timer it cancelled),
+    /// and a control key reaches the stored execution.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_moto_a_refresh_shows_the_workers_step_and_a_key_suspends() {
+        let moto = harel_testkit::MotoStack::new("mon").await;
+        let store = moto.store();
+        let defn = machine();
+        let driver = harel_lambda::RuntimeDriver::new(
+            vec![defn.clone()],
+            harel_runtime::ActionRegistry::with_stdlib(),
+        );
+        let worker = moto.worker(driver, &[]);
+        let (client, source) = (moto.transport(), moto.source());
+        let body = harel_lambda::create_body("Flow", harel_model::Object::new(), Some("mon-1"));
+        harel_testkit::send(&client, "mon-1", body).await;
+        harel_testkit::pump(&source, &worker).await;
+
+        let mut app = App::new();
+        app.set_items(model::list(&store, None, 50).await.expect("list"));
+        let list = screen_text(&app);
+        assert!(list.contains("mon-1"), "{list}");
+        assert_eq!(app.on_key(KeyCode::Enter), Action::Refresh);
+        let read = |_: &mut App| {
+            let store = &store;
+            let defn = &defn;
+            async move {
+                model::detail(store, "mon-1", |_| Some(defn))
+                    .await
+                    .expect("read")
+            }
+        };
+        app.detail = read(&mut app).await;
+        let before = screen_text(&app);
+        assert!(before.contains("active     A.A1"), "{before}");
+        assert!(before.contains("A.A1 at "), "the armed timeout: {before}");
+
+        // the worker commits a step; the next refresh shows it
+        let go = harel_model::Event::new("Go");
+        harel_testkit::send(&client, "mon-1", go.to_json()).await;
+        harel_testkit::pump(&source, &worker).await;
+        app.detail = read(&mut app).await;
+        let after = screen_text(&app);
+        let stepped = store.load("mon-1").await.expect("load").expect("there");
+        assert_ne!(
+            stepped.active_path.as_deref(),
+            Some("A.A1"),
+            "the worker stepped"
+        );
+        let active = format!(
+            "active     {}",
+            stepped.active_path.as_deref().expect("an active state")
+        );
+        assert!(after.contains(&active), "{active:?} in {after}");
+        assert!(
+            !after.contains("A.A1 at "),
+            "the timeout was cancelled: {after}"
+        );
+
+        // `s` suspends through the control plane, on the stored execution
+        let Action::Control(command, id) = app.on_key(KeyCode::Char('s')) else {
+            panic!("s is a control key");
+        };
+        control(&store, None, command, &id).await.expect("suspends");
+        app.detail = read(&mut app).await;
+        let suspended = screen_text(&app);
+        assert!(suspended.contains("SUSPENDED"), "{suspended}");
+        let stored = store.load("mon-1").await.expect("load").expect("there");
+        assert_eq!(stored.status, Status::Suspended);
+    }
 }
