@@ -127,6 +127,7 @@ async fn main() {
     let store = DynamoDbStore::new(client, &prefix).expect("prefix");
     store.ensure_tables().await.expect("tables");
     running(&store).await;
+    println!("### Listing: one page of `harel list`, M finished executions beside 5 running\n");
     println!("| finished M | page | index: requests | index: items read | scan: requests | scan: items read |");
     println!("|---:|---|---:|---:|---:|---:|");
     let mut seeded = 0;
