@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeValue, DeleteRequest, KeysAndAttributes, ReturnConsumedCapacity, ReturnValue,
@@ -469,34 +470,48 @@ impl DynamoDbStore {
         }
     }
 
-    /// Every key of `table` in the partition of `execution_id` (Query, all pages).
+    /// Every item of `table` in the partition of `execution_id`, in sort-key order (a Query
+    /// of its key, all pages): what one execution has there, whatever the table holds.
+    async fn partition(
+        &self,
+        table: &str,
+        execution_id: &str,
+        configure: impl Fn(QueryFluentBuilder) -> QueryFluentBuilder,
+    ) -> StoreResult<Vec<Item>> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let req = self
+                .client
+                .query()
+                .table_name(table)
+                .key_condition_expression("execution_id = :e")
+                .expression_attribute_values(":e", s(execution_id))
+                .set_exclusive_start_key(start.take());
+            let resp = configure(req)
+                .send()
+                .await
+                .map_err(|e| errors::classify("Query", &e))?;
+            items.extend(resp.items().iter().cloned());
+            match resp.last_evaluated_key() {
+                Some(key) if !key.is_empty() => start = Some(key.clone()),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// Every key of `table` in the partition of `execution_id`.
     async fn partition_keys(
         &self,
         table: &str,
         sort_key: &str,
         execution_id: &str,
     ) -> StoreResult<Vec<Item>> {
-        let mut keys = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let resp = self
-                .client
-                .query()
-                .table_name(table)
-                .key_condition_expression("execution_id = :e")
-                .expression_attribute_values(":e", s(execution_id))
-                .projection_expression("execution_id, #sk")
+        self.partition(table, execution_id, |q| {
+            q.projection_expression("execution_id, #sk")
                 .expression_attribute_names("#sk", sort_key)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| errors::classify("Query", &e))?;
-            keys.extend(resp.items().iter().cloned());
-            match resp.last_evaluated_key() {
-                Some(key) if !key.is_empty() => start = Some(key.clone()),
-                _ => return Ok(keys),
-            }
-        }
+        })
+        .await
     }
 
     /// Delete by key, 25 per BatchWriteItem, re-sending whatever comes back unprocessed.
@@ -869,34 +884,20 @@ impl ExecutionStore for DynamoDbStore {
     }
 
     async fn armed_timers(&self, execution_id: &str) -> StoreResult<Vec<DueTimer>> {
-        // the table's own key: one partition, whatever the table holds
         let table = self.tables.timers();
-        let mut out = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let resp = self
-                .client
-                .query()
-                .table_name(&table)
-                .key_condition_expression("execution_id = :e")
-                .expression_attribute_values(":e", s(execution_id))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| errors::classify("Query", &e))?;
-            for item in resp.items() {
-                let corrupt = |e| errors::corrupt(&table, e);
-                out.push(DueTimer {
+        let corrupt = |e| errors::corrupt(&table, e);
+        let mut out = self
+            .partition(&table, execution_id, |q| q)
+            .await?
+            .iter()
+            .map(|item| {
+                Ok(DueTimer {
                     execution_id: execution_id.to_string(),
                     path: get_s(item, "path").map_err(corrupt)?.to_string(),
                     fire_at: get_f64(item, "fire_at").map_err(corrupt)?,
-                });
-            }
-            match resp.last_evaluated_key() {
-                Some(key) if !key.is_empty() => start = Some(key.clone()),
-                _ => break,
-            }
-        }
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
         out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at).then(a.path.cmp(&b.path)));
         Ok(out)
     }
@@ -926,32 +927,15 @@ impl ExecutionStore for DynamoDbStore {
         // all pages (harel reads one Query page, which would cut a ring past 1 MB short)
         let table = self.tables.trace();
         let mut out = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let resp = self
-                .client
-                .query()
-                .table_name(&table)
-                .key_condition_expression("execution_id = :e")
-                .expression_attribute_values(":e", s(execution_id))
-                .scan_index_forward(true)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| errors::classify("Query", &e))?;
-            for item in resp.items() {
-                let idx = get_u64(item, "idx").map_err(|e| errors::corrupt(&table, e))?;
-                let text = get_s(item, "entry").map_err(|e| errors::corrupt(&table, e))?;
-                let mut entry: Object = serde_json::from_str(text)
-                    .map_err(|e| StoreError::Corrupt(format!("{table}: entry {idx}: {e}")))?;
-                entry.insert("index".into(), idx.into());
-                out.push(entry);
-            }
-            match resp.last_evaluated_key() {
-                Some(key) if !key.is_empty() => start = Some(key.clone()),
-                _ => return Ok(out),
-            }
+        for item in self.partition(&table, execution_id, |q| q).await? {
+            let idx = get_u64(&item, "idx").map_err(|e| errors::corrupt(&table, e))?;
+            let text = get_s(&item, "entry").map_err(|e| errors::corrupt(&table, e))?;
+            let mut entry: Object = serde_json::from_str(text)
+                .map_err(|e| StoreError::Corrupt(format!("{table}: entry {idx}: {e}")))?;
+            entry.insert("index".into(), idx.into());
+            out.push(entry);
         }
+        Ok(out)
     }
 
     async fn append_trace(&self, execution_id: &str, entry: Object) -> StoreResult<()> {
