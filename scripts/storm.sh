@@ -5,7 +5,7 @@
 # figures: executions by kind, invocations, faults injected by kind, invariant violations,
 # duration. HAREL_STORM_SEED=S HAREL_STORM_EXECUTIONS=N reproduces a run (or one round: its
 # own seed and size); HAREL_STORM_LANES (default 4) sets the concurrent pollers,
-# HAREL_STORM_LOG=FILE writes one line per record handled.
+# HAREL_STORM_LOG=FILE appends one line per record handled (every round).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

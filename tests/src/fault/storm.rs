@@ -468,7 +468,11 @@ pub async fn run(cfg: StormConfig) -> Result<StormReport, FaultError> {
         started,
         log: match std::env::var("HAREL_STORM_LOG") {
             Ok(path) => Some(std::sync::Mutex::new(
-                std::fs::File::create(&path)
+                // appended to: a long storm's rounds each run a storm of their own
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
                     .map_err(|e| FaultError::Setup(format!("HAREL_STORM_LOG {path}: {e}")))?,
             )),
             Err(_) => None,
