@@ -49,12 +49,22 @@ where
     }
 }
 
+/// The event source's calls, one at a time on the moto server. moto's FIFO `ReceiveMessage`
+/// decides which groups are busy from a snapshot taken when the call starts and takes no
+/// lock: two receives at once (the storm's concurrent pollers) can hand out a group's later
+/// message while an earlier one, just received by the other call, is in flight. A worker
+/// then processes a group out of order, which SQS never does (found by the long storm: a
+/// region's `Cancel` before the `PaymentFailed` sent ahead of it, a parent's `Finished`
+/// before a redelivered domain event).
+static EVENT_SOURCE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Up to 10 messages, hidden for `visibility`.
 pub async fn receive(
     sqs: &aws_sdk_sqs::Client,
     queue_url: &str,
     visibility: Duration,
 ) -> Result<Vec<Received>, FaultError> {
+    let _alone = EVENT_SOURCE.lock().await;
     let out = sqs
         .receive_message()
         .queue_url(queue_url)
@@ -97,6 +107,7 @@ pub async fn receive(
 /// Done: delete it. A stale receipt handle (another receive took it since) is not an error
 /// of the worker's: SQS's answer is ignored, the message comes back and is deduplicated.
 pub async fn delete(sqs: &aws_sdk_sqs::Client, queue_url: &str, m: &Received) {
+    let _alone = EVENT_SOURCE.lock().await;
     let _ = sqs
         .delete_message()
         .queue_url(queue_url)
@@ -108,6 +119,7 @@ pub async fn delete(sqs: &aws_sdk_sqs::Client, queue_url: &str, m: &Received) {
 /// Make it visible again after `after` (a reported failure, or the time a dead invocation's
 /// messages wait out their visibility timeout).
 pub async fn release(sqs: &aws_sdk_sqs::Client, queue_url: &str, m: &Received, after: Duration) {
+    let _alone = EVENT_SOURCE.lock().await;
     let _ = sqs
         .change_message_visibility()
         .queue_url(queue_url)
