@@ -87,19 +87,7 @@ pub fn load_file_with(
     name: Option<&str>,
     options: &LoadOptions,
 ) -> Result<Loaded, LangError> {
-    let source = Rc::new(Source {
-        origin: path.display().to_string(),
-        text: read(path)?,
-    });
-    let real = std::fs::canonicalize(path).ok();
-    load_source(
-        &source,
-        real,
-        Some(&Base::of_file(path)),
-        name,
-        options,
-        true,
-    )
+    load_text_with(&read(path)?, path, name, options)
 }
 
 /// [`load_file_with`] on `text` instead of the file's contents: an editor's unsaved
