@@ -10,7 +10,8 @@ venv=$("$root/scripts/python-env.sh")
 py="$venv/bin/python"
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 log=$(mktemp -t moto.XXXXXX.log)
-"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+# moto with its FIFO receive order fixed (scripts/moto-server.py says what and why)
+"$py" "$root/scripts/moto-server.py" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
 moto_pid=$!
 trap 'kill $moto_pid 2>/dev/null || true; wait $moto_pid 2>/dev/null || true; rm -f "$log"' EXIT INT TERM
 ready=0
