@@ -294,7 +294,8 @@ async fn run_rust(endpoint: &str, prefix: &str, consistent: bool) -> Vec<Rec> {
             rec: rec.clone(),
         }))
         .build();
-    let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::from_conf(conf), prefix)
+    let client = aws_sdk_dynamodb::Client::from_conf(conf);
+    let store = DynamoDbStore::new(client.clone(), prefix)
         .expect("prefix")
         .with_consistent_reads(consistent);
     store.ensure_tables().await.expect("tables");
@@ -397,20 +398,64 @@ async fn run_rust(endpoint: &str, prefix: &str, consistent: bool) -> Vec<Rec> {
         .commit(&mut stale, Commit::default())
         .await
         .is_err_and(|e| e.is_conflict()));
+    run_runner(&client, prefix, consistent, &rec).await;
     let records = rec.records.lock().expect("records").clone();
     records
 }
 
+/// The embedded runner (`DurableRunner`, what `harel run --store dynamodb` drives) over the
+/// same tables: whole steps, the relay's look at the outbox and the spawns included.
+async fn run_runner(
+    client: &aws_sdk_dynamodb::Client,
+    prefix: &str,
+    consistent: bool,
+    rec: &Recorder,
+) {
+    // tables of its own: the relay's look at the outbox must not meet the store steps' entries
+    rec.set("setup");
+    let store = DynamoDbStore::new(client.clone(), &format!("{prefix}r"))
+        .expect("prefix")
+        .with_consistent_reads(consistent);
+    store.ensure_tables().await.expect("tables");
+    let machine = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/bench_runner.stm");
+    let defn = harel_lang::load_file(std::path::Path::new(machine), Some("BenchRun"))
+        .expect("bench_runner.stm loads");
+    let runner = harel_runtime::DurableRunner::new(store, [defn]);
+    rec.set("runner: create");
+    runner
+        .create("BenchRun", None, Some("run1"))
+        .await
+        .expect("create");
+    rec.set("runner: state-only event");
+    runner.process("run1", &Event::new("Go")).await.expect("Go");
+    rec.set("runner: event + timer");
+    let exe = runner
+        .process("run1", &Event::new("Wait"))
+        .await
+        .expect("Wait");
+    assert_eq!(exe.active_path.as_deref(), Some("C"));
+}
+
 fn run_python(endpoint: &str, prefix: &str) -> Vec<Rec> {
+    let mut records = run_python_script("bench_harel.py", endpoint, prefix);
+    records.extend(run_python_script(
+        "bench_harel_runner.py",
+        endpoint,
+        &format!("{prefix}r"),
+    ));
+    records
+}
+
+fn run_python_script(name: &str, endpoint: &str, prefix: &str) -> Vec<Rec> {
     let python = std::env::var("HAREL_PYTHON").expect("HAREL_PYTHON (set by scripts/with-moto.sh)");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/bench_harel.py");
+    let script = format!("{}/tests/py/{name}", env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new(python)
-        .args([script, endpoint, prefix])
+        .args([script.as_str(), endpoint, prefix])
         .output()
         .expect("harel Python runs");
     assert!(
         out.status.success(),
-        "bench_harel.py failed:\n{}",
+        "{name} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout)

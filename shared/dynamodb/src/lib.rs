@@ -76,7 +76,7 @@ pub struct DynamoDbStore {
     /// execution id -> (version, highest trace idx stored or None if none), as last seen by
     /// this process; used only while the version still matches.
     trace_known: Mutex<HashMap<String, (u64, Option<u64>)>>,
-    /// Strongly consistent `load`/`load_for_event`/`is_processed` (the default).
+    /// Strongly consistent `load`/`load_for_event` (the default).
     consistent_reads: bool,
     /// How long finished work is kept, in seconds (zero: forever).
     retention_secs: u64,
@@ -148,8 +148,8 @@ impl DynamoDbStore {
         self
     }
 
-    /// Eventually consistent reads halve the read capacity of `load`, `load_for_event` and
-    /// `is_processed` (harel's choice) at the price of needless conflicts after a stale read
+    /// Eventually consistent reads halve the read capacity of `load` and `load_for_event`
+    /// (harel's choice; `is_processed` is always eventually consistent) at the price of needless conflicts after a stale read
     /// (and the record's redelivery). A read that sees part of a transaction (a fresh
     /// Execution next to a missing dedupe mark) cannot apply an event twice: the commit's
     /// conditional mark refuses it.
@@ -743,6 +743,10 @@ impl ExecutionStore for DynamoDbStore {
         )))
     }
 
+    /// Eventually consistent whatever `consistent_reads` says (half the read units, as
+    /// harel reads it): a mark, once written, stays as long as its execution, so "there" is
+    /// exact, and a stale "not there" only lets the step run to its commit, whose mark
+    /// condition refuses it (`StoreError::AlreadyProcessed`).
     async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
         let resp = self
             .client
@@ -750,7 +754,7 @@ impl ExecutionStore for DynamoDbStore {
             .table_name(self.tables.processed())
             .key("execution_id", s(execution_id))
             .key("event_id", s(event_id))
-            .consistent_read(self.consistent_reads)
+            .consistent_read(false)
             .send()
             .await
             .map_err(|e| errors::classify("GetItem", &e))?;

@@ -321,14 +321,18 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
     }
 
     /// Drive deferred work to quiescence: create pending regions, deliver pending outbox
-    /// events (deduped). Reads the durable store, so an interrupted relay resumes.
-    pub async fn flush(&self) -> Result<(), RuntimeError> {
+    /// events (deduped). Reads the durable store, so an interrupted relay resumes. Returns
+    /// whether it found anything to do: if not, no execution changed since the caller's
+    /// commit, and the caller's copy is what the store holds.
+    pub async fn flush(&self) -> Result<bool, RuntimeError> {
+        let mut delivered = false;
         loop {
             let spawns = self.store.pending_spawns().await?;
             let outbox = self.store.pending_outbox().await?;
             if spawns.is_empty() && outbox.is_empty() {
-                return Ok(());
+                return Ok(delivered);
             }
+            delivered = true;
             for s in &spawns {
                 self.create_spawn(s).await?;
             }
@@ -391,7 +395,8 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
 
     /// Process one event for `exe`: a domain event goes to its live regions when it has any
     /// (and restarts its `ttl`), anything else to `exe` itself; then relay.
-    pub async fn inject(&self, exe: &mut Execution, event: &Event) -> Result<(), RuntimeError> {
+    /// Returns whether the relay then delivered anything (see [`Driver::flush`]).
+    pub async fn inject(&self, exe: &mut Execution, event: &Event) -> Result<bool, RuntimeError> {
         let mut live = Vec::new();
         for (cid, cs) in &exe.children {
             if !cs.finished && !cs.submachine {

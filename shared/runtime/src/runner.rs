@@ -140,8 +140,18 @@ impl<S: ExecutionStore> DurableRunner<S> {
         exe.context = context;
         let driver = self.driver();
         driver.run_step(&mut exe, StepKind::Start).await?;
-        driver.flush().await?;
-        self.loaded(&exe.id).await
+        self.settled(exe, driver.flush().await?).await
+    }
+
+    /// What a step returns: the caller's committed copy, unless the relay's deliveries since
+    /// may have changed it (a child's `Finished`, an emit to itself): then the stored one.
+    /// harel reloads every time; one `GetItem` a step saved.
+    async fn settled(&self, exe: Execution, delivered: bool) -> Result<Execution, RuntimeError> {
+        if delivered {
+            self.loaded(&exe.id).await
+        } else {
+            Ok(exe)
+        }
     }
 
     /// Process one event: checked against its declaration before anything runs, broadcast
@@ -155,8 +165,8 @@ impl<S: ExecutionStore> DurableRunner<S> {
         let driver = self.driver();
         let defn = driver.definition_for(&exe)?;
         check_event(&defn.events, &event.kind, &event.data)?;
-        driver.inject(&mut exe, event).await?;
-        self.loaded(execution_id).await
+        let delivered = driver.inject(&mut exe, event).await?;
+        self.settled(exe, delivered).await
     }
 
     /// One step of `exe` committed, without the relay (what a queue worker does with one
@@ -181,7 +191,7 @@ impl<S: ExecutionStore> DurableRunner<S> {
 
     /// Drain what an interrupted relay left (pending spawns and outbox entries).
     pub async fn recover(&self) -> Result<(), RuntimeError> {
-        self.driver().flush().await
+        self.driver().flush().await.map(drop)
     }
 
     /// The Definition the control plane decides against: the execution's own.
