@@ -19,6 +19,7 @@ async fn main() -> Result<(), Error> {
         let b = booted.clone();
         let span = invocation_span("relay", &event.context.request_id);
         async move {
+            harel_app::set_invocation_deadline(event.context.deadline);
             let deadline = b.work_deadline(event.context.deadline);
             let report = relay(&b.store, &b.transport, &b.driver, deadline).await?;
             relay_metrics(&report, now_ms()).emit();
