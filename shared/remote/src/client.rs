@@ -105,7 +105,7 @@ impl Clients {
 
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
-    #[error("action {action:?} is bound twice: in the action map ({origin}) and in Rust")]
+    #[error("action {action:?} is bound twice: in the action map ({origin}) and already (a Rust action or harel.lib)")]
     Twice { action: String, origin: String },
     #[error("action {action:?} ({target}): header {header:?} reads environment variable {var}, which is not set")]
     MissingEnv {

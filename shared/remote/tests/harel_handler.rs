@@ -551,7 +551,7 @@ fn a_name_bound_twice_is_refused() {
     let err = bind(&mut registry, &map, &Clients::new(Some(&sdk)), |_| None).expect_err("twice");
     assert_eq!(
         err.to_string(),
-        "action \"harel.lib.exponential_backoff\" is bound twice: in the action map (m.json) and in Rust"
+        "action \"harel.lib.exponential_backoff\" is bound twice: in the action map (m.json) and already (a Rust action or harel.lib)"
     );
     let err = bind(
         &mut ActionRegistry::new(),
