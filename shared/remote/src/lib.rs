@@ -15,6 +15,7 @@
 
 pub mod client;
 pub mod contract;
+pub mod function;
 pub mod map;
 
 use std::path::{Path, PathBuf};
