@@ -140,6 +140,24 @@ pub fn driver_with(
     Ok((checked(RuntimeDriver::new(definitions, registry))?, remote))
 }
 
+/// Add the remote actions' calls since the last invocation to its metrics (documents with
+/// dimensions `Function, Action`): `RemoteCalls`, `RemoteErrors`, `RemoteRetries`,
+/// `RemoteLatency`.
+pub fn record_remote(
+    metrics: &mut harel_lambda::metrics::InvocationMetrics,
+    stats: std::collections::BTreeMap<String, harel_remote::CallStats>,
+) {
+    use harel_lambda::metrics::{REMOTE_CALLS, REMOTE_ERRORS, REMOTE_LATENCY, REMOTE_RETRIES};
+    for (action, s) in stats {
+        metrics.action_count(&action, REMOTE_CALLS, s.calls);
+        metrics.action_count(&action, REMOTE_ERRORS, s.errors);
+        metrics.action_count(&action, REMOTE_RETRIES, s.retries);
+        for ms in s.latency_ms {
+            metrics.action_time(&action, REMOTE_LATENCY, ms);
+        }
+    }
+}
+
 fn checked(driver: AppDriver) -> Result<AppDriver, BootError> {
     let unbound = driver.unbound_actions();
     if !unbound.is_empty() {
@@ -215,6 +233,30 @@ pub async fn boot_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remote_calls_are_counted_per_action() {
+        let mut metrics = harel_lambda::metrics::InvocationMetrics::new("worker", 1);
+        let stats = std::collections::BTreeMap::from([(
+            "billing.charge".to_string(),
+            harel_remote::CallStats {
+                calls: 3,
+                errors: 1,
+                retries: 2,
+                latency_ms: vec![5.0, 6.0, 7.0],
+            },
+        )]);
+        record_remote(&mut metrics, stats);
+        let docs = metrics.documents().expect("valid");
+        let action = docs
+            .iter()
+            .find(|d| d["Action"] == "billing.charge")
+            .expect("the action's document");
+        assert_eq!(action["RemoteCalls"], 3.0);
+        assert_eq!(action["RemoteErrors"], 1.0);
+        assert_eq!(action["RemoteRetries"], 2.0);
+        assert_eq!(action["RemoteLatency"], serde_json::json!([5.0, 6.0, 7.0]));
+    }
 
     #[test]
     fn every_machine_loads_and_every_action_is_bound() {
