@@ -244,6 +244,7 @@ mod tests {
                 errors: 1,
                 retries: 2,
                 latency_ms: vec![5.0, 6.0, 7.0],
+                ..Default::default()
             },
         )]);
         record_remote(&mut metrics, stats);

@@ -60,6 +60,10 @@ pub struct CallStats {
     pub retries: u64,
     /// Each call's latency in milliseconds, attempts and backoff included.
     pub latency_ms: Vec<f64>,
+    /// Request bytes sent (every attempt's).
+    pub bytes_sent: u64,
+    /// Answer bytes received (the answers read).
+    pub bytes_received: u64,
 }
 
 /// The transports' clients, built once and shared by every remote action.
@@ -93,9 +97,12 @@ impl Clients {
         std::mem::take(&mut *self.stats.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    fn record(&self, action: &str, attempts: u32, elapsed: Duration, failed: bool) {
+    fn record(&self, action: &str, sent: &Sent, elapsed: Duration, failed: bool) {
+        let attempts = sent.attempts;
         let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
         let s = stats.entry(action.to_string()).or_default();
+        s.bytes_sent += sent.bytes_sent;
+        s.bytes_received += sent.bytes_received;
         s.calls += 1;
         s.errors += u64::from(failed);
         s.retries += u64::from(attempts.saturating_sub(1));
@@ -154,6 +161,14 @@ pub struct RemoteAction {
     binding: Binding,
     headers: HeaderMap,
     clients: Clients,
+}
+
+/// What a call's attempts sent and read.
+#[derive(Default)]
+struct Sent {
+    attempts: u32,
+    bytes_sent: u64,
+    bytes_received: u64,
 }
 
 /// Why an attempt failed, and whether another may succeed.
@@ -228,13 +243,15 @@ impl RemoteAction {
         idempotency_key: &str,
     ) -> Result<Value, ActionError> {
         let started = Instant::now();
-        let (attempts, outcome) = self
-            .send_with_retries(context, event, inputs, idempotency_key)
+        let mut sent = Sent::default();
+        let outcome = self
+            .send_with_retries(context, event, inputs, idempotency_key, &mut sent)
             .await;
         let outcome = outcome.and_then(|answer| self.apply(context, answer));
         let elapsed = started.elapsed();
+        let attempts = sent.attempts;
         self.clients
-            .record(&self.binding.action, attempts, elapsed, outcome.is_err());
+            .record(&self.binding.action, &sent, elapsed, outcome.is_err());
         match &outcome {
             Ok(_) => tracing::info!(
                 action = %self.binding.action, target = %self.binding.target, attempts,
@@ -271,47 +288,46 @@ impl RemoteAction {
         event: Option<&Event>,
         inputs: &Object,
         idempotency_key: &str,
-    ) -> (u32, Result<Answer, ActionError>) {
+        sent: &mut Sent,
+    ) -> Result<Answer, ActionError> {
         let body = match serde_json::to_vec(&request(context, event, inputs, idempotency_key)) {
             Ok(b) => b,
-            Err(e) => return (0, Err(ActionError::new("TypeError", e.to_string()))),
+            Err(e) => return Err(ActionError::new("TypeError", e.to_string())),
         };
         if matches!(self.binding.target, Target::Lambda(_)) && body.len() > LAMBDA_PAYLOAD_LIMIT {
-            return (
-                0,
-                Err(ActionError::new(
-                    "PayloadTooLarge",
-                    format!(
-                        "the request to {} is {} bytes: Lambda's synchronous invocations take at most {LAMBDA_PAYLOAD_LIMIT}; not sent",
-                        self.binding.target,
-                        body.len()
-                    ),
-                )),
-            );
+            return Err(ActionError::new(
+                "PayloadTooLarge",
+                format!(
+                    "the request to {} is {} bytes: Lambda's synchronous invocations take at most {LAMBDA_PAYLOAD_LIMIT}; not sent",
+                    self.binding.target,
+                    body.len()
+                ),
+            ));
         }
         let mut backoff = FIRST_BACKOFF;
-        let mut attempt = 0;
         loop {
-            attempt += 1;
+            let attempt = sent.attempts + 1;
             let mut timeout = self.binding.timeout;
             if let Some(left) = remaining() {
                 if left < Duration::from_millis(50) {
-                    return (
-                        attempt - 1,
-                        Err(ActionError::new(
-                            "TimeoutError",
-                            format!(
-                                "{}: no time left in the invocation for attempt {attempt}",
-                                self.binding.target
-                            ),
-                        )),
-                    );
+                    return Err(ActionError::new(
+                        "TimeoutError",
+                        format!(
+                            "{}: no time left in the invocation for attempt {attempt}",
+                            self.binding.target
+                        ),
+                    ));
                 }
                 timeout = timeout.min(left);
             }
-            let sent = tokio::time::timeout(timeout, self.send_once(&body)).await;
-            let failure = match sent {
-                Ok(Ok(answer)) => return (attempt, Ok(answer)),
+            sent.attempts = attempt;
+            sent.bytes_sent += body.len() as u64;
+            let answered = tokio::time::timeout(timeout, self.send_once(&body)).await;
+            let failure = match answered {
+                Ok(Ok((answer, bytes))) => {
+                    sent.bytes_received += bytes as u64;
+                    return Ok(answer);
+                }
                 Ok(Err(failure)) => failure,
                 Err(_) => Failure::transient(
                     "TimeoutError",
@@ -329,7 +345,7 @@ impl RemoteAction {
                 if attempt > 1 {
                     error.message = format!("{} (after {attempt} attempts)", error.message);
                 }
-                return (attempt, Err(error));
+                return Err(error);
             }
             tracing::info!(
                 action = %self.binding.action, target = %self.binding.target, attempt,
@@ -340,7 +356,8 @@ impl RemoteAction {
         }
     }
 
-    async fn send_once(&self, body: &[u8]) -> Result<Answer, Failure> {
+    /// One attempt: the answer and its size in bytes.
+    async fn send_once(&self, body: &[u8]) -> Result<(Answer, usize), Failure> {
         let bytes = match &self.binding.target {
             Target::Http(url) => self.post(url, body).await?,
             Target::Lambda(name) => self.invoke_lambda(name, body).await?,
@@ -351,9 +368,10 @@ impl RemoteAction {
                 format!("{} answered with no JSON: {e}", self.binding.target),
             )
         })?;
-        Answer::from_json(value).map_err(|e| {
+        let answer = Answer::from_json(value).map_err(|e| {
             Failure::permanent("InvalidAnswer", format!("{}: {e}", self.binding.target))
-        })
+        })?;
+        Ok((answer, bytes.len()))
     }
 
     fn too_large(&self, size: usize) -> Failure {

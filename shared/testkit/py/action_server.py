@@ -91,6 +91,12 @@ def fragile(stm, event, **_):
     return None
 
 
+def count(stm, event, **_):
+    """The benchmark's action: one counter up."""
+    stm.execution_ctx["n"] = stm.execution_ctx.get("n", 0) + 1
+    return None
+
+
 def echo(stm, event, **inputs):
     """What the function was sent, kept in the context (the payload's shape, checked by the test)."""
     sent = {"event": {"kind": event.kind, "data": event.data}, "inputs": inputs,
@@ -99,11 +105,14 @@ def echo(stm, event, **inputs):
     return "seen"
 
 
-FUNCTIONS = {f.__name__: handler(f) for f in [charge, route, boom, slow, big, fat, flaky, fragile, echo]}
+FUNCTIONS = {f.__name__: handler(f) for f in [charge, route, boom, slow, big, fat, flaky, fragile, echo, count]}
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # the headers and the body are two writes: with Nagle, the body waits for the client's
+    # delayed ACK of the headers (40 ms on Linux), as no production server lets it
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):  # quiet
         pass
