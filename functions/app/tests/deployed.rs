@@ -167,62 +167,47 @@ fn an_action_bound_nowhere_stops_the_cold_start() {
 }
 
 /// A folder machine that does not parse, or breaks harel's rules, stops the cold start with
-/// the located error; so does a map that names no valid target.
+/// the located error; so does a map that names no valid target, two maps, or a machine that
+/// has a compiled-in machine's name.
 #[test]
 fn a_broken_machine_or_map_stops_the_cold_start() {
-    let broken = machines_dir(
-        "broken",
-        &[(
-            "bad.stm",
-            "machine Bad {\n  initial A\n  state A {\n}\n".to_string(),
-        )],
-    );
-    let err = boot_error(Some(&broken));
-    let shown = err.to_string();
-    assert!(shown.contains("bad.stm:"), "{shown}");
-    assert!(shown.contains(":4:"), "located: {shown}");
-    let invalid = machines_dir(
-        "invalid",
-        &[(
-            "bad.stm",
-            "event Go {}\nmachine Bad {\n  initial A\n  state A {}\n  state B {}\n  from A to C on Go\n}\n".to_string(),
-        )],
-    );
-    let err = boot_error(Some(&invalid));
-    assert!(err.to_string().contains("bad.stm"), "{err}");
-    let bad_map = machines_dir(
-        "map",
-        &[("actions.yaml", "billing.route: ftp://x\n".to_string())],
-    );
-    let err = boot_error(Some(&bad_map));
-    assert!(
-        err.to_string().contains(
-            "actions.yaml: action \"billing.route\": \"ftp://x\": expected lambda:NAME-or-ARN"
+    let cases: [(&str, &[(&str, &str)], &[&str]); 5] = [
+        (
+            "broken",
+            &[("bad.stm", "machine Bad {\n  initial A\n  state A {\n}\n")],
+            &["bad.stm:", ":4:"],
         ),
-        "{err}"
-    );
-    let twice = machines_dir(
-        "twice",
-        &[
-            ("actions.yaml", "a: http://h/a\n".to_string()),
-            ("actions.json", "{}".to_string()),
-        ],
-    );
-    let err = boot_error(Some(&twice));
-    assert!(
-        err.to_string().contains("more than one action map"),
-        "{err}"
-    );
-    let dup = machines_dir(
-        "dup",
-        &[(
-            "flow.stm",
-            "machine Flow {\n  initial A\n  final A ok\n}\n".to_string(),
-        )],
-    );
-    let err = boot_error(Some(&dup));
-    assert!(err.to_string().contains("machine Flow of"), "{err}");
-    for d in [broken, invalid, bad_map, twice, dup] {
-        std::fs::remove_dir_all(d).ok();
+        (
+            "invalid",
+            &[(
+                "bad.stm",
+                "event Go {}\nmachine Bad {\n  initial A\n  state A {}\n  state B {}\n  from A to C on Go\n}\n",
+            )],
+            &["bad.stm"],
+        ),
+        (
+            "map",
+            &[("actions.yaml", "billing.route: ftp://x\n")],
+            &["actions.yaml: action \"billing.route\": \"ftp://x\": expected lambda:NAME-or-ARN"],
+        ),
+        (
+            "twice",
+            &[("actions.yaml", "a: http://h/a\n"), ("actions.json", "{}")],
+            &["more than one action map"],
+        ),
+        (
+            "dup",
+            &[("flow.stm", "machine Flow {\n  initial A\n  final A ok\n}\n")],
+            &["machine Flow of"],
+        ),
+    ];
+    for (tag, files, expected) in cases {
+        let files: Vec<(&str, String)> = files.iter().map(|(n, t)| (*n, t.to_string())).collect();
+        let dir = machines_dir(tag, &files);
+        let shown = boot_error(Some(&dir)).to_string();
+        for part in expected {
+            assert!(shown.contains(part), "{tag}: {part:?} not in {shown}");
+        }
+        std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -125,14 +125,7 @@ async fn main() {
         )
         .await,
     );
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(&server.base)
-        .region(aws_sdk_lambda::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_lambda::config::Credentials::new(
-            "testing", "testing", None, None, "bench",
-        ))
-        .load()
-        .await;
+    let sdk = server.lambda_sdk().await;
     rows.push(
         remote(
             "remote, Lambda Invoke API (harel handler)",

@@ -5,9 +5,9 @@
 //! with `X-Amz-Function-Error: Unhandled` and `{"errorType", "errorMessage"}`).
 
 use harel_remote::function::{handle, Call, CallError, Reply};
-use harel_testkit::actions::python;
+use harel_testkit::actions::{python, read_request};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 #[derive(Debug, thiserror::Error)]
@@ -30,48 +30,19 @@ async fn charge(mut call: Call) -> Result<Reply, NoAmount> {
     Ok(call.reply(json!("approved")))
 }
 
-/// One request off `socket`: (path, body).
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let (head_end, length) = loop {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map_or(0, |v| v.trim().parse::<usize>().unwrap_or(0));
-            break (end + 4, length);
-        }
-    };
-    while buf.len() < head_end + length {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let path = head.split(' ').nth(1).unwrap_or("").to_string();
-    Some((path, buf[head_end..].to_vec()))
-}
-
 /// Serves `charge` both ways, one connection at a time, each closed after its answer.
 async fn serve() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
-            let Some((path, body)) = read_request(&mut socket).await else {
+            let Some(request) = read_request(&mut socket).await else {
                 continue;
             };
-            let lambda = path.starts_with("/2015-03-31/functions/charge/invocations");
-            let payload: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let lambda = request
+                .path
+                .starts_with("/2015-03-31/functions/charge/invocations");
+            let payload: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
             let (status, extra, answer) = match handle(payload, &charge).await {
                 Ok(answer) => (200, "", answer),
                 Err(e) => {

@@ -118,14 +118,7 @@ async fn clients(server: &ActionServer, transport: Transport) -> Clients {
     match transport {
         Transport::Http => Clients::new(None),
         Transport::Lambda => {
-            let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-                .endpoint_url(&server.base)
-                .region(aws_sdk_lambda::config::Region::new("us-east-1"))
-                .credentials_provider(aws_sdk_lambda::config::Credentials::new(
-                    "testing", "testing", None, None, "test",
-                ))
-                .load()
-                .await;
+            let sdk = server.lambda_sdk().await;
             Clients::new(Some(&sdk))
         }
     }
@@ -242,16 +235,6 @@ async fn selector_and_context(transport: Transport) {
     assert!(transports.iter().all(|t| t == expected), "{transports:?}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn http_selector_routes_on_result_and_the_context_is_replaced() {
-    selector_and_context(Transport::Http).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lambda_selector_routes_on_result_and_the_context_is_replaced() {
-    selector_and_context(Transport::Lambda).await;
-}
-
 /// The payload is harel's: the event's kind and data, the inputs, the key, the context (the
 /// echo function stores what it was sent in the context it answers with).
 async fn payload_shape(transport: Transport) {
@@ -273,16 +256,6 @@ async fn payload_shape(transport: Transport) {
         json!(0),
         "the rest of the context came back"
     );
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn http_payload_is_harels() {
-    payload_shape(Transport::Http).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lambda_payload_is_harels() {
-    payload_shape(Transport::Lambda).await;
 }
 
 /// A function's own failure (HTTP 500, Lambda's FunctionError) is an action error: the
@@ -319,16 +292,6 @@ async fn function_error(transport: Transport) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn http_function_error_goes_to_on_error_else_fails() {
-    function_error(Transport::Http).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lambda_function_error_goes_to_on_error_else_fails() {
-    function_error(Transport::Lambda).await;
-}
-
 /// A function slower than the binding's timeout: each attempt is abandoned at 0.5 s, two
 /// attempts, then an action error (`TimeoutError`), long before the function's 3 s.
 async fn timeout(transport: Transport) {
@@ -356,16 +319,6 @@ async fn timeout(transport: Transport) {
     assert_eq!(keys[0], keys[1], "the retry sends the same key");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn http_timeout_is_retried_then_an_action_error() {
-    timeout(Transport::Http).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lambda_timeout_is_retried_then_an_action_error() {
-    timeout(Transport::Lambda).await;
-}
-
 /// A transient failure (HTTP 503, Lambda's 429 TooManyRequestsException) is retried within
 /// the step with the same key, and the second answer routes the selector.
 async fn transient(transport: Transport) {
@@ -377,16 +330,6 @@ async fn transient(transport: Transport) {
     let key = format!("{}:Flaky-1:0:billing.flaky", exe.id);
     assert_eq!(keys, vec![key.clone(), key.clone()]);
     assert_eq!(after.context["flaky_key"], json!(key));
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn http_transient_failure_is_retried_with_the_same_key() {
-    transient(Transport::Http).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lambda_transient_failure_is_retried_with_the_same_key() {
-    transient(Transport::Lambda).await;
 }
 
 /// A step that failed (the `Raise` policy: nothing committed, as when a worker's message is
@@ -418,16 +361,6 @@ async fn retried_step(transport: Transport) {
     assert_eq!(rig.keys_of("fragile").await, vec![key.clone(), key]);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn http_retried_step_sends_the_same_key() {
-    retried_step(Transport::Http).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lambda_retried_step_sends_the_same_key() {
-    retried_step(Transport::Lambda).await;
-}
-
 /// An answer past 6 MB is not read; a context past an execution item's 400 KB is not
 /// applied: both action errors, routed to `on error`, nothing of them in the context.
 async fn too_large(transport: Transport) {
@@ -449,16 +382,6 @@ async fn too_large(transport: Transport) {
     let message = fat.context["_error"]["message"].as_str().expect("message");
     assert!(message.contains("holds at most 409600"), "{message}");
     assert!(fat.context.get("blob").is_none());
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn http_oversized_answers_are_action_errors() {
-    too_large(Transport::Http).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lambda_oversized_answers_are_action_errors() {
-    too_large(Transport::Lambda).await;
 }
 
 /// A request past Lambda's 6 MB is not sent.
@@ -565,4 +488,29 @@ fn a_name_bound_twice_is_refused() {
             .contains("names Lambda functions (f) but no AWS configuration"),
         "{err}"
     );
+}
+
+/// Each scenario runs over both transports: `http_NAME` and `lambda_NAME`.
+macro_rules! over_both {
+    ($($scenario:ident => $http:ident, $lambda:ident;)*) => {$(
+        #[tokio::test(flavor = "multi_thread")]
+        async fn $http() {
+            $scenario(Transport::Http).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread")]
+        async fn $lambda() {
+            $scenario(Transport::Lambda).await;
+        }
+    )*};
+}
+
+over_both! {
+    selector_and_context => http_selector_routes_on_result_and_the_context_is_replaced, lambda_selector_routes_on_result_and_the_context_is_replaced;
+    payload_shape => http_payload_is_harels, lambda_payload_is_harels;
+    function_error => http_function_error_goes_to_on_error_else_fails, lambda_function_error_goes_to_on_error_else_fails;
+    timeout => http_timeout_is_retried_then_an_action_error, lambda_timeout_is_retried_then_an_action_error;
+    transient => http_transient_failure_is_retried_with_the_same_key, lambda_transient_failure_is_retried_with_the_same_key;
+    retried_step => http_retried_step_sends_the_same_key, lambda_retried_step_sends_the_same_key;
+    too_large => http_oversized_answers_are_action_errors, lambda_oversized_answers_are_action_errors;
 }

@@ -59,6 +59,89 @@ impl ActionServer {
     pub fn http(&self, name: &str) -> String {
         format!("{}/fn/{name}", self.base)
     }
+
+    /// The AWS SDK's configuration for this server's Lambda Invoke API (`lambda:NAME`).
+    pub async fn lambda_sdk(&self) -> aws_config::SdkConfig {
+        loopback_sdk(&self.base).await
+    }
+}
+
+/// The AWS SDK's configuration for an emulated service at `endpoint` (region us-east-1,
+/// throwaway credentials).
+pub async fn loopback_sdk(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+            "testing", "testing", None, None, "loopback",
+        ))
+        .load()
+        .await
+}
+
+/// One HTTP/1.1 request read off a loopback test server's socket.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    /// (lower-case name, value)
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Read one request (its head, then `Content-Length` bytes of body); None when the client
+/// closed the connection first.
+pub async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Request> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head.lines();
+    let mut first = lines.next().unwrap_or("").split(' ');
+    let method = first.next().unwrap_or("").to_string();
+    let path = first.next().unwrap_or("").to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + 4 + length {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some(Request {
+        method,
+        path,
+        headers,
+        body: buf[head_end + 4..].to_vec(),
+    })
 }
 
 impl Drop for ActionServer {
