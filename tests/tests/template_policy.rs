@@ -547,7 +547,10 @@ fn remote_actions_grant_only_the_listed_functions() {
         assert_eq!(str_of(&parts[0]), "HasRemoteActions", "{function}");
         let statement = &parts[1];
         assert_eq!(
-            list(statement.get("Action")).iter().map(str_of).collect::<Vec<_>>(),
+            list(statement.get("Action"))
+                .iter()
+                .map(str_of)
+                .collect::<Vec<_>>(),
             vec!["lambda:InvokeFunction"]
         );
         assert_eq!(

@@ -166,12 +166,19 @@ fn an_action_bound_nowhere_stops_the_cold_start() {
     }
 }
 
+/// (tag, the folder's extra files as (name, text), what the error must say)
+type Case = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+);
+
 /// A folder machine that does not parse, or breaks harel's rules, stops the cold start with
 /// the located error; so does a map that names no valid target, two maps, or a machine that
 /// has a compiled-in machine's name.
 #[test]
 fn a_broken_machine_or_map_stops_the_cold_start() {
-    let cases: [(&str, &[(&str, &str)], &[&str]); 5] = [
+    let cases: [Case; 5] = [
         (
             "broken",
             &[("bad.stm", "machine Bad {\n  initial A\n  state A {\n}\n")],
