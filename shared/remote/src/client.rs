@@ -403,7 +403,7 @@ impl RemoteAction {
                 let shown = e.without_url();
                 return Err(Failure::transient(
                     "ConnectionError",
-                    format!("{url}: {shown}"),
+                    format!("{}: {shown}", self.binding.target),
                 ));
             }
         };
@@ -415,10 +415,12 @@ impl RemoteAction {
                 "Server Error"
             };
             let transient = matches!(status.as_u16(), 429 | 502 | 503 | 504);
+            // harel's `raise_for_status` text; the URL as the target shows it (no query)
             let message = format!(
-                "{} {class}: {} for url: {url}",
+                "{} {class}: {} for url: {}",
                 status.as_u16(),
-                status.canonical_reason().unwrap_or("")
+                status.canonical_reason().unwrap_or(""),
+                self.binding.target
             );
             return Err(Failure {
                 error: ActionError::new("HTTPError", message),
@@ -443,7 +445,11 @@ impl RemoteAction {
                 Err(e) => {
                     return Err(Failure::transient(
                         "ConnectionError",
-                        format!("{url}: reading the answer: {}", e.without_url()),
+                        format!(
+                            "{}: reading the answer: {}",
+                            self.binding.target,
+                            e.without_url()
+                        ),
                     ))
                 }
             }

@@ -67,7 +67,11 @@ impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Target::Lambda(name) => write!(f, "lambda:{name}"),
-            Target::Http(url) => f.write_str(url),
+            // a query may carry a key (Azure Functions' `?code=`): never shown
+            Target::Http(url) => match url.split_once('?') {
+                Some((base, _)) => write!(f, "{base}?…"),
+                None => f.write_str(url),
+            },
         }
     }
 }
@@ -397,6 +401,16 @@ mod tests {
             assert!(shown.starts_with("action map m.json: "), "{shown}");
             assert!(shown.contains(expected), "{text}: {shown}");
         }
+    }
+
+    #[test]
+    fn a_targets_query_is_never_shown() {
+        let t = Target::parse("https://fn.example/api/charge?code=s3cret").expect("url");
+        assert_eq!(t.to_string(), "https://fn.example/api/charge?…");
+        assert_eq!(
+            Target::parse("lambda:f").expect("f").to_string(),
+            "lambda:f"
+        );
     }
 
     #[test]
