@@ -255,3 +255,68 @@ fn validate_refuses_an_invalid_machine() {
     assert!(stderr(&o).contains("unknown_event"), "{}", stderr(&o));
     assert!(stdout(&o).is_empty());
 }
+
+/// `--actions MAP`: the machine's actions call remote functions (harel Python's own
+/// `handler(fn)` on a loopback port), as the deployed functions would; without the map they
+/// are no-ops, and with `--strict` refused.
+#[test]
+fn actions_map_calls_remote_functions() {
+    let server = harel_testkit::ActionServer::start();
+    let file = "functions/app/tests/deployed/invoice.stm";
+    let map = machine(
+        "actions.json",
+        &serde_json::json!({
+            "billing.route": server.http("route"),
+            "billing.charge": server.http("charge"),
+        })
+        .to_string(),
+    );
+    let map = map.display().to_string();
+    let out = run(&[
+        file,
+        "-e",
+        r#"Pay:{"amount": 40}"#,
+        "-e",
+        "Settle",
+        "--actions",
+        &map,
+        "--strict",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let exe: Value = serde_json::from_str(&stdout(&out)).expect("the execution");
+    assert_eq!(exe["status"], "DONE");
+    assert_eq!(exe["outcome"], "success");
+    assert_eq!(exe["context"]["charged"], 40);
+    assert_eq!(exe["context"]["currency"], "SEK");
+    let key = exe["context"]["charge_key"].as_str().expect("the key");
+    assert!(key.ends_with(":1:billing.charge"), "{key}");
+    // a large amount: the remote selector routes to the rejection
+    let out = run(&[
+        file,
+        "-e",
+        r#"Pay:{"amount": 400}"#,
+        "--actions",
+        &map,
+        "--json",
+    ]);
+    let exe: Value = serde_json::from_str(&stdout(&out)).expect("the execution");
+    assert_eq!(exe["outcome"], "rejected");
+    // no map: --strict names what is not implemented
+    let out = run(&[file, "-e", "Settle", "--strict"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("billing.charge, billing.route"),
+        "{}",
+        stderr(&out)
+    );
+    // a map that does not parse is named
+    let bad = machine("bad.toml", "\"billing.route\" = 3\n");
+    let out = run(&[file, "--actions", &bad.display().to_string()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("bad.toml: action \"billing.route\": expected a target string"),
+        "{}",
+        stderr(&out)
+    );
+}

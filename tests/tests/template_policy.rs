@@ -78,6 +78,17 @@ fn resource_ref(v: &Value) -> String {
     }
 }
 
+/// Whether `name` is a `CommaDelimitedList` parameter of the template (a list of ARNs the
+/// deployment gives).
+fn is_arn_list_parameter(t: &Value, name: &str) -> bool {
+    t.get("Parameters")
+        .and_then(|p| p.get(name))
+        .and_then(|p| p.get("Type"))
+        .map(str_of)
+        .as_deref()
+        == Some("CommaDelimitedList")
+}
+
 /// (action, resource logical id) pairs a function's inline policies grant.
 fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
     let f = resources(t)
@@ -86,6 +97,14 @@ fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
     let mut out = BTreeSet::new();
     for policy in list(f.get("Properties").and_then(|p| p.get("Policies"))) {
         for statement in list(policy.get("Statement")) {
+            // `!If [Condition, statement, !Ref AWS::NoValue]`: the statement, when it applies
+            let statement = match statement {
+                Value::Tagged(t) if t.tag == "If" => list(Some(&t.value))
+                    .get(1)
+                    .cloned()
+                    .unwrap_or_else(|| panic!("{function}: an !If without a statement")),
+                other => other,
+            };
             assert_eq!(
                 statement.get("Effect").map(str_of).as_deref(),
                 Some("Allow"),
@@ -115,6 +134,11 @@ fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
                         Some((arn, index)) => (arn, Some(index)),
                         None => (r.as_str(), None),
                     };
+                    // a list parameter of ARNs (RemoteActionFunctions), granted as its name
+                    if index.is_none() && is_arn_list_parameter(t, arn) {
+                        out.insert((action.clone(), arn.to_string()));
+                        continue;
+                    }
                     let logical = arn.strip_suffix(".Arn").unwrap_or_else(|| {
                         panic!("{function}: resource {r:?} is not a !GetAtt X.Arn of this template")
                     });
@@ -220,6 +244,11 @@ const WORKER: &[(&str, &str, &str)] = &[
         "the wake: a batch armed a timer due before the next tick",
     ),
     (
+        "Invoke",
+        "RemoteActionFunctions",
+        "remote actions: the action map's lambda: targets (harel-remote)",
+    ),
+    (
         "SendMessage",
         "DeadLetterQueue",
         "dead letters with their reason",
@@ -277,6 +306,11 @@ const RELAY: &[(&str, &str, &str)] = &[
     ("DeleteItem", "OutboxTable", "outbox ack"),
     ("DeleteItem", "SpawnsTable", "spawn ack"),
     ("SendMessageBatch", "Queue", "outbox delivery"),
+    (
+        "Invoke",
+        "RemoteActionFunctions",
+        "remote actions in a child's start (harel-remote)",
+    ),
 ];
 
 const SWEEPER: &[(&str, &str, &str)] = &[
@@ -413,6 +447,7 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
         "shared/sqs/src",
         "shared/idempotency/src",
         "shared/lambda/src",
+        "shared/remote/src",
         "functions/app/src",
         "functions/worker/src",
         "functions/relay/src",
@@ -467,6 +502,64 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
         assert!(
             found.contains_key(&op),
             "the table lists {op}, which no crate calls"
+        );
+    }
+}
+
+/// Remote actions: the worker and the relay may invoke the functions the deployment lists in
+/// `RemoteActionFunctions` (the action map's Lambda targets), nothing when it is empty (the
+/// default), and only `lambda:InvokeFunction`; the sweeper runs no action.
+#[test]
+fn remote_actions_grant_only_the_listed_functions() {
+    let t = template();
+    let parameter = t
+        .get("Parameters")
+        .and_then(|p| p.get("RemoteActionFunctions"))
+        .expect("the RemoteActionFunctions parameter");
+    assert_eq!(parameter.get("Default").map(str_of).as_deref(), Some(""));
+    let condition = format!(
+        "{:?}",
+        t.get("Conditions")
+            .and_then(|c| c.get("HasRemoteActions"))
+            .expect("the HasRemoteActions condition")
+    );
+    assert!(condition.contains("RemoteActionFunctions"), "{condition}");
+    for function in ["Worker", "Relay", "Sweeper"] {
+        let f = resources(&t).get(function).expect("the function");
+        let conditioned: Vec<Value> = list(f.get("Properties").and_then(|p| p.get("Policies")))
+            .iter()
+            .flat_map(|p| list(p.get("Statement")))
+            .filter_map(|s| match s {
+                Value::Tagged(tag) if tag.tag == "If" => Some(tag.value.clone()),
+                _ => None,
+            })
+            .collect();
+        let remote: Vec<&Value> = conditioned
+            .iter()
+            .filter(|v| format!("{v:?}").contains("RemoteActionFunctions"))
+            .collect();
+        if function == "Sweeper" {
+            assert!(remote.is_empty(), "the sweeper runs no action");
+            continue;
+        }
+        assert_eq!(remote.len(), 1, "{function}: one remote actions statement");
+        let parts = list(Some(remote[0]));
+        assert_eq!(str_of(&parts[0]), "HasRemoteActions", "{function}");
+        let statement = &parts[1];
+        assert_eq!(
+            list(statement.get("Action"))
+                .iter()
+                .map(str_of)
+                .collect::<Vec<_>>(),
+            vec!["lambda:InvokeFunction"]
+        );
+        assert_eq!(
+            statement.get("Resource").map(resource_ref).as_deref(),
+            Some("RemoteActionFunctions")
+        );
+        assert!(
+            format!("{:?}", parts[2]).contains("AWS::NoValue"),
+            "{function}: no grant at all without the parameter"
         );
     }
 }

@@ -65,6 +65,11 @@ pub struct RunArgs {
     /// Refuse to run a machine whose actions have no implementation here
     #[arg(long)]
     pub strict: bool,
+    /// An action map (.json, .toml, .yaml): actions it binds call their remote function
+    /// (lambda:NAME-or-ARN or an http(s):// endpoint) with harel's FaaS contract, as the
+    /// deployed functions do
+    #[arg(long, value_name = "MAP")]
+    pub actions: Option<PathBuf>,
     /// What a selector returns: NAME is its dotted path as written or bound, or the bare
     /// handler name; VALUE is JSON when it parses, else a string (repeatable)
     #[arg(long = "selector", value_name = "NAME=VALUE")]
@@ -182,6 +187,7 @@ fn registry(
     binding: impl Fn(&str) -> Option<String>,
     selector_specs: &[String],
     strict: bool,
+    remote: Option<&Remote>,
 ) -> anyhow::Result<(ActionRegistry, Vec<String>)> {
     let (hooks, selectors) = action_names(defns.iter().copied());
     let mut answers: HashMap<String, VecDeque<Value>> = HashMap::new();
@@ -210,6 +216,17 @@ fn registry(
         answers.entry(canonical).or_default().push_back(value);
     }
     let mut registry = ActionRegistry::with_stdlib();
+    if let Some(remote) = remote {
+        if let Some(name) = order.iter().find(|n| remote.map.get(n).is_some()) {
+            bail!(
+                "--selector {name}: the action map {} binds it to a remote function; drop one of the two",
+                remote.map.origin
+            );
+        }
+        harel_remote::bind(&mut registry, &remote.map, &remote.clients, |name| {
+            std::env::var(name).ok()
+        })?;
+    }
     for name in order {
         let queue = answers.remove(&name).unwrap_or_default();
         registry.register_action(name, Arc::new(FixedAnswers(Mutex::new(queue))));
@@ -224,12 +241,31 @@ fn registry(
         .collect();
     if strict && !unimplemented.is_empty() {
         bail!(
-            "--strict: no implementation for {} (harel run implements only harel.lib.* and the selectors fixed with --selector)",
+            "--strict: no implementation for {} (harel run implements only harel.lib.*, the selectors fixed with --selector and the actions of --actions)",
             unimplemented.join(", ")
         );
     }
     registry.set_fallback(Arc::new(NoOp));
     Ok((registry, unimplemented))
+}
+
+/// The remote actions of `--actions`: the map and the clients that call its targets.
+struct Remote {
+    map: harel_remote::ActionMap,
+    clients: harel_remote::Clients,
+}
+
+impl Remote {
+    /// The AWS SDK's configuration is loaded only when the map names a Lambda.
+    async fn load(path: &std::path::Path) -> anyhow::Result<Remote> {
+        let map = harel_remote::ActionMap::load(path)?;
+        let sdk = match map.lambda_targets().next() {
+            Some(_) => Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await),
+            None => None,
+        };
+        let clients = harel_remote::Clients::new(sdk.as_ref());
+        Ok(Remote { map, clients })
+    }
 }
 
 fn path_text(exe: &Execution) -> &str {
@@ -284,6 +320,10 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             Err(e) => eprintln!("note: machine {other} of this file is not runnable here: {e}"),
         }
     }
+    let remote = match &args.actions {
+        Some(path) => Some(Remote::load(path).await?),
+        None => None,
+    };
     let registered = harel_runtime::register(machines.iter().cloned());
     let every: Vec<&Definition> = registered.values().map(|d| d.as_ref()).collect();
     let (registry, unimplemented) = registry(
@@ -291,6 +331,7 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
         |name| loaded.bindings.get(name).cloned(),
         &args.selectors,
         args.strict,
+        remote.as_ref(),
     )?;
 
     let clock = ManualClock::new(SystemClock.now());

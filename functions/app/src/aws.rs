@@ -1,6 +1,7 @@
 //! Cold start: the configuration, the clients and the engine, built once per process. Any
 //! failure here stops the function before its first event, with the reason.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -17,8 +18,14 @@ pub enum BootError {
     Config(#[from] harel_lambda::ConfigError),
     #[error(transparent)]
     Machine(#[from] machines::MachineError),
-    #[error("actions bound by the machines but not implemented in Rust: {0}")]
+    #[error("actions named by the machines but bound nowhere (no Rust action, no entry in the action map): {0}")]
     Unbound(String),
+    #[error(transparent)]
+    ActionMap(#[from] harel_remote::MapError),
+    #[error("remote actions: {0}")]
+    Remote(#[from] harel_remote::BindError),
+    #[error("machine {id} of {file} has the name of a machine compiled into the functions")]
+    DuplicateMachine { id: String, file: String },
     #[error("store: {0}")]
     Store(String),
     #[error("idempotency: {0}")]
@@ -44,6 +51,8 @@ pub struct Booted {
     pub idempotency: Option<Idempotency<aws_sdk_dynamodb::Client>>,
     /// The worker's: wakes the sweeper for a timer due before the next tick.
     pub waker: Option<Arc<dyn Waker>>,
+    /// The remote actions' clients (their call counts), when the action map binds any.
+    pub remote: Option<harel_remote::Clients>,
 }
 
 impl Booted {
@@ -79,9 +88,77 @@ pub fn init_tracing() {
     harel_lambda::logging::init(&harel_lambda::logging::LogSettings::from_env());
 }
 
-/// The engine with the application's machines and actions, checked.
+/// The engine with the compiled-in machines and Rust actions, checked.
 pub fn driver() -> Result<AppDriver, BootError> {
-    let driver = RuntimeDriver::new(machines::definitions()?, actions::actions());
+    checked(RuntimeDriver::new(
+        machines::definitions()?,
+        actions::actions(),
+    ))
+}
+
+/// The engine with the compiled-in machines and Rust actions plus what the deployment
+/// brings: the machines of `definitions_dir` and the remote actions of the action map
+/// (`actions_file`, else the one in `definitions_dir`). Header values of the map are read
+/// from the process environment. Checked: every action a machine names must be bound.
+pub fn driver_with(
+    definitions_dir: Option<&Path>,
+    actions_file: Option<&Path>,
+    sdk: Option<&aws_config::SdkConfig>,
+) -> Result<(AppDriver, Option<harel_remote::Clients>), BootError> {
+    let mut definitions = machines::definitions()?;
+    if let Some(dir) = definitions_dir {
+        for defn in machines::dir_definitions(dir)? {
+            if definitions.iter().any(|d| d.id == defn.id) {
+                return Err(BootError::DuplicateMachine {
+                    id: defn.id.clone(),
+                    file: dir.display().to_string(),
+                });
+            }
+            definitions.push(defn);
+        }
+    }
+    let mut registry = actions::actions();
+    let map_file = match (actions_file, definitions_dir) {
+        (Some(file), _) => Some(file.to_path_buf()),
+        (None, Some(dir)) => harel_remote::map_in_dir(dir)?,
+        (None, None) => None,
+    };
+    let mut remote = None;
+    if let Some(file) = map_file {
+        let map = harel_remote::ActionMap::load(&file)?;
+        let clients = harel_remote::Clients::new(sdk);
+        harel_remote::bind(&mut registry, &map, &clients, |name| {
+            std::env::var(name).ok()
+        })?;
+        tracing::info!(
+            file = %file.display(),
+            actions = map.bindings.len(),
+            "remote actions bound"
+        );
+        remote = Some(clients);
+    }
+    Ok((checked(RuntimeDriver::new(definitions, registry))?, remote))
+}
+
+/// Add the remote actions' calls since the last invocation to its metrics (documents with
+/// dimensions `Function, Action`): `RemoteCalls`, `RemoteErrors`, `RemoteRetries`,
+/// `RemoteLatency`.
+pub fn record_remote(
+    metrics: &mut harel_lambda::metrics::InvocationMetrics,
+    stats: std::collections::BTreeMap<String, harel_remote::CallStats>,
+) {
+    use harel_lambda::metrics::{REMOTE_CALLS, REMOTE_ERRORS, REMOTE_LATENCY, REMOTE_RETRIES};
+    for (action, s) in stats {
+        metrics.action_count(&action, REMOTE_CALLS, s.calls);
+        metrics.action_count(&action, REMOTE_ERRORS, s.errors);
+        metrics.action_count(&action, REMOTE_RETRIES, s.retries);
+        for ms in s.latency_ms {
+            metrics.action_time(&action, REMOTE_LATENCY, ms);
+        }
+    }
+}
+
+fn checked(driver: AppDriver) -> Result<AppDriver, BootError> {
     let unbound = driver.unbound_actions();
     if !unbound.is_empty() {
         let list: Vec<String> = unbound.iter().map(|(m, a)| format!("{m}: {a}")).collect();
@@ -106,7 +183,12 @@ pub async fn boot_with(
 ) -> Result<Booted, BootError> {
     // the worker and the relay (a child's start) commit steps: with the trace on, each
     // carries its entry, in the store's ring of `trace_max`
-    let driver = driver()?.with_trace(config.trace);
+    let (driver, remote) = driver_with(
+        config.definitions_dir.as_deref(),
+        config.actions_file.as_deref(),
+        Some(sdk),
+    )?;
+    let driver = driver.with_trace(config.trace);
     let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
     let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)
         .map_err(|e| BootError::Store(e.to_string()))?
@@ -144,12 +226,38 @@ pub async fn boot_with(
         driver,
         idempotency,
         waker,
+        remote,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remote_calls_are_counted_per_action() {
+        let mut metrics = harel_lambda::metrics::InvocationMetrics::new("worker", 1);
+        let stats = std::collections::BTreeMap::from([(
+            "billing.charge".to_string(),
+            harel_remote::CallStats {
+                calls: 3,
+                errors: 1,
+                retries: 2,
+                latency_ms: vec![5.0, 6.0, 7.0],
+                ..Default::default()
+            },
+        )]);
+        record_remote(&mut metrics, stats);
+        let docs = metrics.documents().expect("valid");
+        let action = docs
+            .iter()
+            .find(|d| d["Action"] == "billing.charge")
+            .expect("the action's document");
+        assert_eq!(action["RemoteCalls"], 3.0);
+        assert_eq!(action["RemoteErrors"], 1.0);
+        assert_eq!(action["RemoteRetries"], 2.0);
+        assert_eq!(action["RemoteLatency"], serde_json::json!([5.0, 6.0, 7.0]));
+    }
 
     #[test]
     fn every_machine_loads_and_every_action_is_bound() {

@@ -10,3 +10,5 @@ pub mod machines;
 pub mod shop;
 
 pub use aws::{boot, init_tracing, BootError, Booted};
+/// Set by the functions as each invocation starts: remote actions retry within its time.
+pub use harel_remote::set_invocation_deadline;

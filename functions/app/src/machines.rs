@@ -1,5 +1,7 @@
 //! The machines compiled into the functions.
 
+use std::path::Path;
+
 use harel_model::Definition;
 
 /// (file name, source): every `.stm` file the functions run. Each file's machines are all
@@ -32,6 +34,40 @@ pub fn definitions() -> Result<Vec<Definition>, MachineError> {
                 file: file.to_string(),
                 message: e.to_string(),
             })?;
+            out.push(defn);
+        }
+    }
+    Ok(out)
+}
+
+/// Every machine of every `.stm` file in `dir` (not its subdirectories, which hold what the
+/// files import), in file-name order, each loaded with its imports and validated, as harel's
+/// worker does (`load_definitions`): a file that does not parse is reported
+/// `file:line:col: message`, a machine that breaks harel's static rules with its issues.
+pub fn dir_definitions(dir: &Path) -> Result<Vec<Definition>, MachineError> {
+    let shown = dir.display().to_string();
+    let entries = std::fs::read_dir(dir).map_err(|e| MachineError {
+        file: shown.clone(),
+        message: format!("cannot read the directory: {e}"),
+    })?;
+    let mut files: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "stm"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let file = path.display().to_string();
+        let err = |message: String| MachineError {
+            file: file.clone(),
+            message,
+        };
+        let program = harel_lang::parse_file(&path).map_err(|e| err(e.to_string()))?;
+        for name in program.machines.keys() {
+            let defn = harel_lang::load_file(&path, Some(name)).map_err(|e| err(e.to_string()))?;
+            harel_lang::validate_or_raise(&defn)
+                .map_err(|e| err(format!("machine {name} is invalid: {e}")))?;
             out.push(defn);
         }
     }

@@ -19,9 +19,14 @@ async fn main() -> Result<(), Error> {
         let b = booted.clone();
         let span = invocation_span("relay", &event.context.request_id);
         async move {
+            harel_app::set_invocation_deadline(event.context.deadline);
             let deadline = b.work_deadline(event.context.deadline);
             let report = relay(&b.store, &b.transport, &b.driver, deadline).await?;
-            relay_metrics(&report, now_ms()).emit();
+            let mut metrics = relay_metrics(&report, now_ms());
+            if let Some(remote) = &b.remote {
+                harel_app::aws::record_remote(&mut metrics, remote.take_stats());
+            }
+            metrics.emit();
             Ok::<Value, Error>(json!({
                 "published": report.delivered.published,
                 "children_created": report.delivered.children_created,

@@ -11,20 +11,28 @@ use tracing::Instrument;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     harel_app::init_tracing();
-    let worker = harel_app::boot(Role::Worker).await?.into_worker();
+    let booted = harel_app::boot(Role::Worker).await?;
+    let remote = booted.remote.clone();
+    let worker = booted.into_worker();
     tracing::info!("worker ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
+        let remote = remote.clone();
         let span = invocation_span("worker", &event.context.request_id);
         async move {
             let messages = &event.payload.records;
             let records: Vec<Record> = messages.iter().map(Record::from_sqs).collect();
             let receipts: Vec<Receipt> = messages.iter().map(Receipt::from_sqs).collect();
+            harel_app::set_invocation_deadline(event.context.deadline);
             let deadline = i64::try_from(event.context.deadline).ok();
             let outcome = worker.handle_batch(records, deadline).await;
             let failed = outcome.failed_ids().len();
             tracing::info!(records = outcome.records.len(), failed, "batch done");
-            worker_metrics(&outcome, &receipts, now_ms()).emit();
+            let mut metrics = worker_metrics(&outcome, &receipts, now_ms());
+            if let Some(remote) = &remote {
+                harel_app::aws::record_remote(&mut metrics, remote.take_stats());
+            }
+            metrics.emit();
             Ok::<SqsBatchResponse, Error>(outcome.to_response())
         }
         .instrument(span)

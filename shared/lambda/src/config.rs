@@ -1,6 +1,7 @@
 //! The functions' configuration, read once at cold start from the environment every harel
 //! tool shares. A missing or wrong setting is an error naming the variable, before any event.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub const TABLE_PREFIX: &str = "HAREL_TABLE_PREFIX";
@@ -45,6 +46,12 @@ pub const RETENTION_DAYS: &str = "HAREL_RETENTION_DAYS";
 pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 /// A century: past that a retention is a typo, and epoch seconds would stop being dates.
 const MAX_RETENTION_DAYS: u64 = 36_500;
+/// A directory of `.stm` files (with their imports) whose machines the functions run besides
+/// the compiled-in ones, loaded and validated at cold start (harel's `HAREL_DEFINITIONS_DIR`).
+pub const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
+/// The action map (JSON, TOML or YAML): actions bound to remote functions. Unset: the
+/// `actions.{json,toml,yaml,yml}` in `HAREL_DEFINITIONS_DIR`, if any.
+pub const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
 pub const REGION: &str = "AWS_REGION";
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 
@@ -98,6 +105,10 @@ pub struct Config {
     /// How long finished executions, their dedupe marks and trace rows are kept (zero:
     /// forever).
     pub retention: Duration,
+    /// Machines loaded at cold start from this directory's `.stm` files.
+    pub definitions_dir: Option<PathBuf>,
+    /// The action map's file.
+    pub actions_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -288,6 +299,18 @@ impl Config {
                 None => retention_days(DEFAULT_RETENTION_DAYS),
                 Some(v) => parse_retention_days(&v)?,
             },
+            definitions_dir: match get(DEFINITIONS_DIR) {
+                None => None,
+                Some(v) if std::path::Path::new(v.trim()).is_dir() => Some(PathBuf::from(v.trim())),
+                Some(v) => return Err(invalid(DEFINITIONS_DIR, &v, "not a directory")),
+            },
+            actions_file: match get(ACTIONS_FILE) {
+                None => None,
+                Some(v) if std::path::Path::new(v.trim()).is_file() => {
+                    Some(PathBuf::from(v.trim()))
+                }
+                Some(v) => return Err(invalid(ACTIONS_FILE, &v, "no such file")),
+            },
         })
     }
 }
@@ -412,6 +435,32 @@ mod tests {
                 "{shards}"
             );
         }
+    }
+
+    #[test]
+    fn reads_the_definitions_dir_and_the_action_map() {
+        let dir = std::env::temp_dir();
+        let c = Config::from_lookup(Role::Worker, env(&BASE)).expect("valid");
+        assert_eq!((c.definitions_dir, c.actions_file), (None, None));
+        let file = dir.join(format!("harel-config-actions-{}.json", std::process::id()));
+        std::fs::write(&file, "{}").expect("write");
+        let (d, f) = (dir.display().to_string(), file.display().to_string());
+        let mut e = BASE.to_vec();
+        e.push((DEFINITIONS_DIR, &d));
+        e.push((ACTIONS_FILE, &f));
+        let c = Config::from_lookup(Role::Relay, env(&e)).expect("valid");
+        assert_eq!(c.definitions_dir, Some(dir.clone()));
+        assert_eq!(c.actions_file, Some(file.clone()));
+        for (name, value) in [
+            (DEFINITIONS_DIR, f.as_str()),
+            (ACTIONS_FILE, "/nonexistent/a.json"),
+        ] {
+            let mut e = BASE.to_vec();
+            e.push((name, value));
+            let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("refused");
+            assert!(err.to_string().starts_with(name), "{err}");
+        }
+        std::fs::remove_file(&file).ok();
     }
 
     #[test]

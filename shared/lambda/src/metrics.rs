@@ -34,6 +34,8 @@ const MAX_NAMESPACE: usize = 255;
 pub const FUNCTION_DIMENSION: &str = "Function";
 /// The dimension of the per-machine documents: the execution's `definition_id`.
 pub const MACHINE_DIMENSION: &str = "Machine";
+/// The dimension of the per-action documents: a remote action's name (`billing.charge`).
+pub const ACTION_DIMENSION: &str = "Action";
 
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum MetricsError {
@@ -128,6 +130,14 @@ pub const CHILDREN_RELAYED: Metric = count("ChildrenRelayed");
 pub const OUT_OF_TIME: Metric = count("OutOfTime");
 pub const TIMERS_FIRED: Metric = count("TimersFired");
 pub const SWEEP_POLLS: Metric = count("SweepPolls");
+/// Per remote action (dimension `Action`): calls made (a call with its retries is one).
+pub const REMOTE_CALLS: Metric = count("RemoteCalls");
+/// Calls that ended in an action error (a function error, a non-2xx answer, out of time...).
+pub const REMOTE_ERRORS: Metric = count("RemoteErrors");
+/// Attempts beyond a call's first (timeouts and transient failures retried).
+pub const REMOTE_RETRIES: Metric = count("RemoteRetries");
+/// Per call: from the request built to the answer applied, retries and backoff included.
+pub const REMOTE_LATENCY: Metric = millis("RemoteLatency");
 
 /// One EMF document: a namespace, its dimension sets, the dimensions' values and the
 /// metrics' values, checked against the specification when rendered.
@@ -236,6 +246,7 @@ pub struct InvocationMetrics {
     timestamp_ms: u64,
     total: Measured,
     machines: BTreeMap<String, Measured>,
+    actions: BTreeMap<String, Measured>,
 }
 
 impl InvocationMetrics {
@@ -245,6 +256,7 @@ impl InvocationMetrics {
             timestamp_ms,
             total: Measured::default(),
             machines: BTreeMap::new(),
+            actions: BTreeMap::new(),
         }
     }
 
@@ -267,6 +279,19 @@ impl InvocationMetrics {
         }
     }
 
+    /// Add `n` to a count of the remote action `action` (its own documents, dimensions
+    /// `Function, Action`; the function's document is not touched).
+    pub fn action_count(&mut self, action: &str, metric: Metric, n: u64) {
+        let scope = self.actions.entry(action.to_string()).or_default();
+        *scope.counts.entry(metric).or_default() += n;
+    }
+
+    /// One timing sample (milliseconds) of the remote action `action`.
+    pub fn action_time(&mut self, action: &str, metric: Metric, ms: f64) {
+        let scope = self.actions.entry(action.to_string()).or_default();
+        scope.timings.entry(metric).or_default().push(ms);
+    }
+
     /// The count of `metric` for the function (for tests and reports).
     pub fn total(&self, metric: Metric) -> u64 {
         self.total.counts.get(&metric).copied().unwrap_or(0)
@@ -277,7 +302,10 @@ impl InvocationMetrics {
         let mut out = Vec::new();
         self.scope_documents(&self.total, None, &mut out)?;
         for (machine, measured) in &self.machines {
-            self.scope_documents(measured, Some(machine), &mut out)?;
+            self.scope_documents(measured, Some((MACHINE_DIMENSION, machine)), &mut out)?;
+        }
+        for (action, measured) in &self.actions {
+            self.scope_documents(measured, Some((ACTION_DIMENSION, action)), &mut out)?;
         }
         Ok(out)
     }
@@ -285,15 +313,15 @@ impl InvocationMetrics {
     fn scope_documents(
         &self,
         measured: &Measured,
-        machine: Option<&str>,
+        scope: Option<(&str, &str)>,
         out: &mut Vec<Value>,
     ) -> Result<(), MetricsError> {
         let mut dimensions =
             BTreeMap::from([(FUNCTION_DIMENSION.to_string(), self.function.clone())]);
         let mut set = vec![FUNCTION_DIMENSION.to_string()];
-        if let Some(m) = machine {
-            dimensions.insert(MACHINE_DIMENSION.to_string(), m.to_string());
-            set.push(MACHINE_DIMENSION.to_string());
+        if let Some((dimension, value)) = scope {
+            dimensions.insert(dimension.to_string(), value.to_string());
+            set.push(dimension.to_string());
         }
         // the counts go in the first document; each timing's samples in slices of
         // MAX_VALUES, one slice per document
@@ -534,6 +562,34 @@ mod tests {
         assert_eq!(lens, vec![100, 100, 50]);
         assert_eq!(docs[0]["TimersFired"], json!(250.0));
         assert!(docs[1].get("TimersFired").is_none(), "counted once");
+    }
+
+    #[test]
+    fn remote_actions_have_documents_of_their_own() {
+        let mut m = InvocationMetrics::new("worker", 7);
+        m.count(None, EVENTS_PROCESSED, 1);
+        m.action_count("billing.charge", REMOTE_CALLS, 2);
+        m.action_count("billing.charge", REMOTE_ERRORS, 1);
+        m.action_count("billing.charge", REMOTE_RETRIES, 1);
+        m.action_time("billing.charge", REMOTE_LATENCY, 12.5);
+        m.action_time("billing.charge", REMOTE_LATENCY, 30.0);
+        let docs = m.documents().expect("valid");
+        assert_eq!(docs.len(), 2);
+        assert!(
+            docs[0].get("RemoteCalls").is_none(),
+            "not in the function's document"
+        );
+        let action = &docs[1];
+        assert_eq!(action["Action"], json!("billing.charge"));
+        assert_eq!(action["Function"], json!("worker"));
+        assert_eq!(
+            action["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Function", "Action"]])
+        );
+        assert_eq!(action["RemoteCalls"], json!(2.0));
+        assert_eq!(action["RemoteErrors"], json!(1.0));
+        assert_eq!(action["RemoteRetries"], json!(1.0));
+        assert_eq!(action["RemoteLatency"], json!([12.5, 30.0]));
     }
 
     fn doc(metrics: Vec<(String, Unit, Vec<f64>)>) -> Document {

@@ -6,7 +6,8 @@
 use std::sync::{Arc, Mutex};
 
 use harel_lambda::wake::{wake_until, LambdaWaker, Waker};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use harel_testkit::actions::read_request;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 #[derive(Debug, Default, Clone)]
@@ -30,46 +31,14 @@ async fn lambda_api(status: u16) -> (String, Arc<Mutex<Vec<Seen>>>) {
             };
             let log = log.clone();
             tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                // headers, then Content-Length bytes of body
-                let (head_end, length) = loop {
-                    let n = socket.read(&mut chunk).await.expect("read");
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
-                        let length = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .map_or(0, |v| v.trim().parse::<usize>().expect("length"));
-                        break (end + 4, length);
-                    }
+                let Some(request) = read_request(&mut socket).await else {
+                    return;
                 };
-                while buf.len() < head_end + length {
-                    let n = socket.read(&mut chunk).await.expect("read body");
-                    if n == 0 {
-                        break;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-                let mut lines = head.lines();
-                let mut first = lines.next().unwrap_or("").split(' ');
-                let method = first.next().unwrap_or("").to_string();
-                let path = first.next().unwrap_or("").to_string();
-                let invocation_type = lines.find_map(|l| {
-                    let (name, value) = l.split_once(':')?;
-                    name.eq_ignore_ascii_case("x-amz-invocation-type")
-                        .then(|| value.trim().to_string())
-                });
                 log.lock().expect("log").push(Seen {
-                    method,
-                    path,
-                    invocation_type,
-                    body: buf[head_end..].to_vec(),
+                    invocation_type: request.header("x-amz-invocation-type").map(String::from),
+                    method: request.method,
+                    path: request.path,
+                    body: request.body,
                 });
                 let body = if status == 202 {
                     String::new()

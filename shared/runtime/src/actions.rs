@@ -99,10 +99,15 @@ where
 /// `ActionError` of a Rust error: its type's name (the last path segment, as Python's
 /// `type(exc).__name__`) and its message.
 pub fn action_error<E: std::error::Error>(error: &E) -> ActionError {
-    let full = std::any::type_name::<E>();
+    ActionError::new(short_type_name::<E>(), error.to_string())
+}
+
+/// A type's name as Python's `type(exc).__name__` shows a class: the last path segment,
+/// without generic arguments.
+pub fn short_type_name<T: ?Sized>() -> &'static str {
+    let full = std::any::type_name::<T>();
     let base = full.split('<').next().unwrap_or(full);
-    let name = base.rsplit("::").next().unwrap_or(base);
-    ActionError::new(name, error.to_string())
+    base.rsplit("::").next().unwrap_or(base)
 }
 
 /// Actions by the name a Definition refers to them with (`ActionRef::function`), plus what

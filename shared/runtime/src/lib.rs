@@ -13,7 +13,8 @@ pub mod stdlib;
 pub mod trace;
 
 pub use actions::{
-    action_error, unbound_error, Action, ActionContext, ActionFuture, ActionRegistry,
+    action_error, short_type_name, unbound_error, Action, ActionContext, ActionFuture,
+    ActionRegistry,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use driver::{ActionErrorPolicy, ActionKeys, CONTROL_EVENTS};

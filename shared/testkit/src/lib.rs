@@ -5,11 +5,13 @@
 //! Panics are the point here: this crate is only ever a dev-dependency, and a harness that
 //! cannot set up must fail the test with the reason.
 
+pub mod actions;
 pub mod client;
 pub mod config;
 pub mod moto;
 pub mod source;
 
+pub use actions::ActionServer;
 pub use client::{relay, send};
 pub use config::config_from;
 pub use moto::{endpoint, sdk_config, unique_prefix, MotoStack, MotoWorker};
