@@ -92,8 +92,17 @@ pub fn driver() -> Result<AppDriver, BootError> {
 
 pub async fn boot(role: Role) -> Result<Booted, BootError> {
     let config = Config::from_env(role)?;
-    // the SDK's standard chain: AWS_REGION, credentials, AWS_ENDPOINT_URL for local endpoints
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    // the SDK's standard chain: AWS_REGION, credentials, AWS_ENDPOINT_URL for local endpoints;
+    // HAREL_ENDPOINT_URL, which the template declares (empty in AWS) so that sam local invoke
+    // passes events/env.json's moto endpoint, before it
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    if let Some(url) = std::env::var(harel_lambda::config::LOCAL_ENDPOINT_URL)
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    {
+        loader = loader.endpoint_url(url);
+    }
+    let sdk = loader.load().await;
     boot_with(role, config, &sdk).await
 }
 
