@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail};
+use anyhow::bail;
 use harel_lambda::create_body;
 use harel_model::schema::{check_context, with_defaults};
 use harel_model::{Object, Status};

@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::bail;
 use harel_model::schema::check_event;
 use harel_model::{Event, Status};
 use harel_sqs::{DedupeKey, Outgoing, Transport};
