@@ -80,7 +80,10 @@ async fn a_step_reads_the_execution_once_and_returns_what_it_committed() {
     let file = dir.join("steps.stm");
     std::fs::write(&file, MACHINE).expect("write");
     let out = std::process::Command::new(python)
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/runner_harel.py"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/runner_harel.py"
+        ))
         .arg(common::endpoint())
         .arg(common::fresh_prefix())
         .arg(&file)
