@@ -715,7 +715,7 @@ fn no_deployed_role_grants_a_wildcard_resource() {
     let mut roles = Vec::new();
     let mut failures = Vec::new();
     for (id, r) in resources(&t) {
-        if r["Type"] != Value::from("AWS::IAM::Role") {
+        if r["Type"] != "AWS::IAM::Role" {
             continue;
         }
         let id = str_of(id);
@@ -781,7 +781,7 @@ fn the_sqs_poller_is_scoped_to_the_queue() {
     let t = deployed();
     let mappings: Vec<(String, &Value)> = resources(&t)
         .iter()
-        .filter(|(_, r)| r["Type"] == Value::from("AWS::Lambda::EventSourceMapping"))
+        .filter(|(_, r)| r["Type"] == "AWS::Lambda::EventSourceMapping")
         .map(|(k, r)| (str_of(k), r))
         .collect();
     assert_eq!(mappings.len(), 1, "one event source mapping");
@@ -990,7 +990,7 @@ fn functions_are_traced_logged_and_their_failures_kept() {
         let config = r
             .iter()
             .find(|(_, v)| {
-                v["Type"] == Value::from("AWS::Lambda::EventInvokeConfig")
+                v["Type"] == "AWS::Lambda::EventInvokeConfig"
                     && resource_ref(&v["Properties"]["FunctionName"]) == function
             })
             .map(|(_, v)| &v["Properties"])
@@ -1003,7 +1003,7 @@ fn functions_are_traced_logged_and_their_failures_kept() {
         let schedules: Vec<&Value> = r
             .values()
             .filter(|v| {
-                v["Type"] == Value::from("AWS::Scheduler::Schedule")
+                v["Type"] == "AWS::Scheduler::Schedule"
                     && resource_ref(&v["Properties"]["Target"]["Arn"]) == format!("{function}.Arn")
             })
             .collect();
@@ -1023,8 +1023,7 @@ fn functions_are_traced_logged_and_their_failures_kept() {
         );
     }
     assert!(
-        !r.values()
-            .any(|v| v["Type"] == Value::from("AWS::Events::Rule")),
+        !r.values().any(|v| v["Type"] == "AWS::Events::Rule"),
         "the schedules are EventBridge Scheduler's, not rules"
     );
     for queue in ["Queue", "DeadLetterQueue"] {
@@ -1054,7 +1053,7 @@ fn alarms_watch_what_can_go_wrong_and_notify_the_topic() {
     let t = deployed();
     let mut watched = BTreeSet::new();
     for (id, r) in resources(&t) {
-        if r["Type"] != Value::from("AWS::CloudWatch::Alarm") {
+        if r["Type"] != "AWS::CloudWatch::Alarm" {
             continue;
         }
         let props = &r["Properties"];
