@@ -8,16 +8,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-config_env=default
-args=()
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --config-env) config_env=$2; shift 2 ;;
-    --config-env=*) config_env=${1#*=}; shift ;;
-    *) args+=("$1"); shift ;;
-  esac
-done
-arch=$(python3 scripts/sam-arch.py config --config-env "$config_env")
+# --config-env ENV out of the arguments, and ENV's architecture: $config_env, $args, $arch
+source "$root/scripts/config-env.sh"
 # sam deploy's --parameter-overrides replaces samconfig's (it does not merge): the
 # architecture is added to it, and another architecture in it is refused
 for i in ${args[@]+"${!args[@]}"}; do
