@@ -116,14 +116,26 @@ pub async fn boot_with(
     // the worker and the relay (a child's start) commit steps: with the trace on, each
     // carries its entry, in the store's ring of `trace_max`
     let driver = driver()?.with_trace(config.trace);
-    let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
+    // with Tracing: Active, every DynamoDB call (store, idempotency) and SQS call is an X-Ray
+    // subsegment of the invocation (harel_lambda::xray); outside Lambda, plain clients
+    let xray = harel_lambda::xray::XrayInterceptor::from_env();
+    let mut dynamodb_conf = aws_sdk_dynamodb::config::Builder::from(sdk);
+    let mut sqs_conf = aws_sdk_sqs::config::Builder::from(sdk);
+    if let Some(x) = &xray {
+        dynamodb_conf = dynamodb_conf.interceptor(x.clone());
+        sqs_conf = sqs_conf.interceptor(x.clone());
+    }
+    let dynamodb = aws_sdk_dynamodb::Client::from_conf(dynamodb_conf.build());
     let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)
         .map_err(|e| BootError::Store(e.to_string()))?
         .with_trace_max(config.trace_max)
         .with_retention(config.retention)
         .with_due_shards(config.timer_shards)
         .map_err(|e| BootError::Store(e.to_string()))?;
-    let mut transport = SqsTransport::new(aws_sdk_sqs::Client::new(sdk), config.queue_url.clone());
+    let mut transport = SqsTransport::new(
+        aws_sdk_sqs::Client::from_conf(sqs_conf.build()),
+        config.queue_url.clone(),
+    );
     if let Some(dlq) = &config.dlq_url {
         transport = transport.with_dead_letter_queue(dlq.clone());
     }
