@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod commands;
 
@@ -12,7 +12,10 @@ mod commands;
 #[command(
     name = "harel",
     version,
-    about = "Durable, hierarchical statecharts: the command-line tool"
+    about = "Durable, hierarchical statecharts: the command-line tool",
+    after_help = "Exit codes: 0 done, 1 failed, 2 usage (a wrong or missing argument or setting), \
+3 not found (execution, machine, table, stack), 4 refused (understood, not done), \
+5 AWS error (unreachable, credentials, throttling). HAREL_STACK is --stack's default."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -60,6 +63,8 @@ enum Command {
     /// Inspect idempotency keys and records (why was this message skipped?)
     #[command(subcommand)]
     Idempotency(commands::idempotency::IdempotencyCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout
+    Completions { shell: clap_complete::Shell },
 }
 
 #[tokio::main]
@@ -95,12 +100,16 @@ async fn main() -> ExitCode {
         Command::Monitor(args) => commands::monitor::execute(args).await,
         Command::Purge(args) => commands::purge::execute(args).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "harel", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match outcome {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::FAILURE
+            commands::exit::code_of(&err)
         }
     }
 }

@@ -101,6 +101,7 @@ fn bare(args: &[&str]) -> Output {
         .args(args)
         .env_remove("HAREL_TABLE_PREFIX")
         .env_remove("HAREL_QUEUE_URL")
+        .env_remove("HAREL_STACK")
         .output()
         .expect("harel runs")
 }
@@ -344,7 +345,7 @@ async fn control_commands_answer_in_text_and_json() {
     let out = stack.ok(&["terminate", "job-1"]);
     has(&out, "terminate job-1: RUNNING -> CANCELLED");
     let out = stack.harel(&["send", "job-1", "-e", "Step"]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(4), "refused");
     has(
         &text(&out.stderr),
         "job-1 is CANCELLED: the worker would drop these events",
@@ -374,7 +375,7 @@ async fn control_commands_answer_in_text_and_json() {
         machines[0],
         machines[1],
     ]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(4), "refused");
     has(
         &text(&out.stderr),
         "redrive target must be a leaf state, got 'Nowhere'",
@@ -440,45 +441,66 @@ async fn trace_prints_a_timeline() {
 #[tokio::test]
 async fn failures_say_what_to_fix() {
     let stack = Stack::new().await;
-    let err = |out: Output| {
-        assert!(!out.status.success(), "{}", text(&out.stdout));
+    // the documented exit codes: 2 usage, 3 not found, 4 refused, 5 AWS error
+    let code = |out: Output, code: i32| {
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
         text(&out.stderr)
     };
     has(
-        &err(stack.harel(&["show", "nobody"])),
+        &code(stack.harel(&["show", "nobody"]), 3),
         &format!(
             "no execution \"nobody\" in table {}_executions",
             stack.prefix
         ),
     );
     has(
-        &err(stack.harel(&["suspend", "nobody"])),
+        &code(stack.harel(&["suspend", "nobody"]), 3),
         "no execution \"nobody\"",
     );
     has(
-        &err(stack.harel(&["create", "Nope"])),
+        &code(stack.harel(&["create", "Nope"]), 3),
         "unknown machine \"Nope\": the functions run",
     );
     has(
-        &err(stack.harel(&["create", "Order", "--context", "[1]"])),
+        &code(stack.harel(&["create", "Order", "--context", "[1]"]), 2),
         "--context must be a JSON object",
     );
     has(
-        &err(stack.harel(&["create", "Order", "--context", r#"{"items": "many"}"#])),
+        &code(
+            stack.harel(&["create", "Order", "--context", r#"{"items": "many"}"#]),
+            4,
+        ),
         "--context does not fit machine Order",
     );
     has(
-        &err(bare(&["create", "Order", "--table-prefix", &stack.prefix])),
+        &code(
+            bare(&["create", "Order", "--table-prefix", &stack.prefix]),
+            2,
+        ),
         "no queue URL",
     );
     has(
-        &err(bare(&["show", "x"])),
-        "no table prefix: pass --table-prefix PREFIX or --stack NAME, or set HAREL_TABLE_PREFIX",
+        &code(bare(&["show", "x"]), 2),
+        "no table prefix: pass --table-prefix PREFIX or --stack NAME (or set HAREL_STACK), or set HAREL_TABLE_PREFIX",
     );
     has(
-        &err(stack.harel(&["send", "x", "-e", "+30s"])),
+        &code(stack.harel(&["send", "x", "-e", "+30s"]), 2),
         "a clock step only means something to `harel run`",
     );
+    // a long --wait notes its progress on stderr (nothing pumps the queue here)
+    let slow = code(
+        stack.harel(&["create", "Order", "--id", "slow-1", "--wait", "3"]),
+        1,
+    );
+    has(&slow, "waiting for the worker to create slow-1: ");
+    has(&slow, " s of 3 s\n");
+    has(&slow, "slow-1 was not created within 3 s");
     // the configuration the functions read works too
     let out = Command::new(env!("CARGO_BIN_EXE_harel"))
         .args(["create", "Order", "--id", "env-1"])
@@ -489,7 +511,7 @@ async fn failures_say_what_to_fix() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     stack.pump().await;
     has(
-        &err(stack.harel(&["create", "Order", "--id", "env-1"])),
+        &code(stack.harel(&["create", "Order", "--id", "env-1"]), 4),
         "execution \"env-1\" already exists",
     );
     // nothing listening where AWS is said to be
@@ -499,14 +521,17 @@ async fn failures_say_what_to_fix() {
         .output()
         .expect("harel runs");
     has(
-        &err(out),
+        &code(out, 5),
         "check AWS_REGION, the credentials and AWS_ENDPOINT_URL",
     );
     let out = Command::new(env!("CARGO_BIN_EXE_harel"))
         .args(["show", "x", "--stack", "no-such-stack"])
         .output()
         .expect("harel runs");
-    has(&err(out), "reading the outputs of stack \"no-such-stack\"");
+    has(
+        &code(out, 3),
+        "reading the outputs of stack \"no-such-stack\"",
+    );
 }
 
 #[tokio::test]
@@ -534,6 +559,25 @@ async fn stack_outputs_name_the_tables_and_the_queue() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: Value = serde_json::from_str(text(&out.stdout).trim()).expect("JSON");
     assert_eq!(doc["execution"]["active_path"], "Cart");
+    // HAREL_STACK names the stack when --stack does not; --stack still wins
+    let with_env = |args: &[&str], stack_name: &str| {
+        Command::new(env!("CARGO_BIN_EXE_harel"))
+            .args(args)
+            .env_remove("HAREL_TABLE_PREFIX")
+            .env_remove("HAREL_QUEUE_URL")
+            .env("HAREL_STACK", stack_name)
+            .output()
+            .expect("harel runs")
+    };
+    let out = with_env(&["show", "st-1", "--json"], &name);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_str(text(&out.stdout).trim()).expect("JSON");
+    assert_eq!(doc["execution"]["id"], "st-1");
+    let out = with_env(&["show", "st-1", "--stack", &name], "no-such-stack");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = with_env(&["show", "st-1"], "no-such-stack");
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    has(&text(&out.stderr), "stack \"no-such-stack\"");
 }
 
 #[tokio::test]

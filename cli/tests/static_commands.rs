@@ -187,3 +187,61 @@ fn new_scaffolds_a_machine_that_validates() {
         .expect("rewritten")
         .contains("machine Other {"));
 }
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    let dir = scratch();
+    let bash = harel(&["completions", "bash"], &dir);
+    assert!(bash.status.success(), "{}", stderr(&bash));
+    let script = stdout(&bash);
+    assert!(script.contains("_harel()"), "{script}");
+    for sub in ["create", "send", "monitor", "purge", "completions"] {
+        assert!(script.contains(sub), "bash completion lacks {sub}");
+    }
+    assert!(script.contains("--stack"), "options are completed too");
+    // the script is valid bash
+    let path = dir.join("harel.bash");
+    std::fs::write(&path, &script).expect("write");
+    let check = Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .expect("bash");
+    assert!(check.status.success(), "{}", stderr(&check));
+    let zsh = harel(&["completions", "zsh"], &dir);
+    assert!(
+        stdout(&zsh).starts_with("#compdef harel"),
+        "{}",
+        stdout(&zsh)
+    );
+    let fish = harel(&["completions", "fish"], &dir);
+    assert!(
+        stdout(&fish).contains("complete -c harel"),
+        "{}",
+        stdout(&fish)
+    );
+    let bad = harel(&["completions", "tcsh"], &dir);
+    assert_eq!(bad.status.code(), Some(2), "usage");
+    assert!(stderr(&bad).contains("possible values"), "{}", stderr(&bad));
+}
+
+#[test]
+fn help_documents_the_exit_codes_and_harel_stack() {
+    let out = harel(&["--help"], &scratch());
+    let help = stdout(&out);
+    for said in [
+        "2 usage",
+        "3 not found",
+        "4 refused",
+        "5 AWS error",
+        "HAREL_STACK",
+    ] {
+        assert!(help.contains(said), "{said:?} not in:\n{help}");
+    }
+    let out = harel(&["show", "--help"], &scratch());
+    assert!(
+        stdout(&out).contains("[env: HAREL_STACK="),
+        "{}",
+        stdout(&out)
+    );
+}

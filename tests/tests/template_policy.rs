@@ -1,8 +1,12 @@
-//! Least privilege and data hygiene in `template.yaml`: each function's policy grants exactly
-//! the actions its code makes, on its own tables and queues (no `*`); every queue and table is
-//! encrypted; the dead-letter queue keeps messages 14 days. And the code side: every AWS SDK
-//! operation the functions' crates call is in the table below, so a new call fails here until
-//! someone says which function makes it and grants it.
+//! Least privilege and data hygiene in `template.yaml`, read as CloudFormation deploys it:
+//! SAM's own translator (aws-sam-translator, in the SAM CLI's venv; scripts/sam-translate.py)
+//! expands the template first, so the roles, event source mappings and schedules SAM adds are
+//! checked too. Each function's role grants exactly the actions its code (and Lambda on its
+//! behalf: logs, X-Ray, the SQS poller, the on-failure destination) makes, on its own tables
+//! and queues; no role anywhere has a `*` resource but X-Ray's two actions, which have no
+//! resource type; every queue and table is encrypted; the dead-letter queue keeps messages 14
+//! days. And the code side: every AWS SDK operation the functions' crates call is in the table
+//! below, so a new call fails here until someone says which function makes it and grants it.
 //!
 //! YAML: `serde_yaml_ng` (the maintained fork of the archived `serde_yaml`) keeps
 //! CloudFormation's short-form tags (`!Ref`, `!GetAtt`, `!Sub`) as tagged values instead of
@@ -10,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_yaml_ng::Value;
 
@@ -24,6 +29,40 @@ fn template() -> Value {
     let path = root().join("template.yaml");
     let text = std::fs::read_to_string(&path).expect("template.yaml is readable");
     serde_yaml_ng::from_str(&text).expect("template.yaml parses, short-form tags included")
+}
+
+/// template.yaml expanded by SAM's translator (JSON, read as YAML), once per test binary.
+fn deployed() -> Value {
+    static EXPANDED: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    EXPANDED
+        .get_or_init(|| {
+            let tools = Command::new("bash")
+                .arg(root().join("scripts/install-lambda-tools.sh"))
+                .output()
+                .expect("bash runs");
+            assert!(
+                tools.status.success(),
+                "the SAM CLI (and its translator) could not be installed from the Python index: {}",
+                String::from_utf8_lossy(&tools.stderr)
+            );
+            let sam_bin = String::from_utf8_lossy(&tools.stdout)
+                .lines()
+                .nth(1)
+                .map(PathBuf::from)
+                .expect("the SAM venv's bin directory");
+            let out = Command::new(sam_bin.join("python"))
+                .arg(root().join("scripts/sam-translate.py"))
+                .arg(root().join("template.yaml"))
+                .output()
+                .expect("the SAM venv's python runs");
+            assert!(
+                out.status.success(),
+                "SAM's translator refused template.yaml:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_yaml_ng::from_slice(&out.stdout).expect("the translator prints JSON")
+        })
+        .clone()
 }
 
 fn resources(t: &Value) -> &serde_yaml_ng::Mapping {
@@ -71,12 +110,23 @@ fn resource_ref(v: &Value) -> String {
                     .collect::<Vec<_>>()
                     .join("."),
                 "Ref" => str_of(v),
+                "Fn::Sub" => {
+                    let text = str_of(v);
+                    match text.strip_prefix("${").and_then(|r| r.split_once('}')) {
+                        Some((arn, rest)) if rest.starts_with("/index/") => format!("{arn}{rest}"),
+                        _ => text,
+                    }
+                }
                 _ => format!("{m:?}"),
             }
         }
         other => str_of(other),
     }
 }
+
+/// The actions IAM grants on `*` only (they have no resource type): X-Ray's, which
+/// `Tracing: Active` needs.
+const RESOURCELESS: &[&str] = &["xray:PutTraceSegments", "xray:PutTelemetryRecords"];
 
 /// Whether `name` is a `CommaDelimitedList` parameter of the template (a list of ARNs the
 /// deployment gives).
@@ -89,22 +139,66 @@ fn is_arn_list_parameter(t: &Value, name: &str) -> bool {
         == Some("CommaDelimitedList")
 }
 
-/// (action, resource logical id) pairs a function's inline policies grant.
-fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
+/// `!If [Condition, statement, !Ref AWS::NoValue]`: the statement, when it applies.
+fn unconditioned(statement: Value) -> Value {
+    match statement {
+        Value::Tagged(t) if t.tag == "If" => list(Some(&t.value))
+            .get(1)
+            .cloned()
+            .expect("an !If with a statement"),
+        Value::Mapping(m) if m.len() == 1 && m.contains_key("Fn::If") => {
+            list(m.get("Fn::If")).get(1).cloned().expect("an Fn::If with a statement")
+        }
+        other => other,
+    }
+}
+
+/// The statements of a role's inline policies as written, conditioned ones included.
+fn raw_statements(t: &Value, role: &str) -> Vec<Value> {
+    list(resources(t)[role]["Properties"].get("Policies"))
+        .iter()
+        .flat_map(|p| list(p["PolicyDocument"].get("Statement")))
+        .collect()
+}
+
+/// The logical id of the role a function of the deployed template runs with.
+fn role_of(t: &Value, function: &str) -> String {
     let f = resources(t)
         .get(function)
         .unwrap_or_else(|| panic!("no resource {function}"));
+    let role = resource_ref(&f["Properties"]["Role"]);
+    role.strip_suffix(".Arn")
+        .unwrap_or_else(|| panic!("{function}'s Role is {role:?}, not a role of the template"))
+        .to_string()
+}
+
+/// The statements of a role's inline policies; a role with managed policies is refused
+/// (what they grant cannot be read here).
+fn statements(t: &Value, role: &str) -> Vec<Value> {
+    let r = resources(t)
+        .get(role)
+        .unwrap_or_else(|| panic!("no resource {role}"));
+    assert_eq!(r["Type"], Value::from("AWS::IAM::Role"), "{role}");
+    let props = &r["Properties"];
+    assert!(
+        list(props.get("ManagedPolicyArns")).is_empty(),
+        "{role} has managed policies {:?}: their statements (AWSLambdaBasicExecutionRole, \
+         AWSLambdaSQSQueueExecutionRole, ...) grant on \"*\"",
+        props.get("ManagedPolicyArns")
+    );
+    list(props.get("Policies"))
+        .iter()
+        .flat_map(|p| list(p["PolicyDocument"].get("Statement")))
+        .map(unconditioned)
+        .collect()
+}
+
+/// (action, resource logical id) pairs a function's role grants, `*` for X-Ray's.
+fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
+    let role = role_of(t, function);
     let mut out = BTreeSet::new();
-    for policy in list(f.get("Properties").and_then(|p| p.get("Policies"))) {
-        for statement in list(policy.get("Statement")) {
-            // `!If [Condition, statement, !Ref AWS::NoValue]`: the statement, when it applies
-            let statement = match statement {
-                Value::Tagged(t) if t.tag == "If" => list(Some(&t.value))
-                    .get(1)
-                    .cloned()
-                    .unwrap_or_else(|| panic!("{function}: an !If without a statement")),
-                other => other,
-            };
+    {
+        for statement in statements(t, &role) {
             assert_eq!(
                 statement.get("Effect").map(str_of).as_deref(),
                 Some("Allow"),
@@ -125,6 +219,10 @@ fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
                     "{function}: wildcard action {action:?}"
                 );
                 for r in &targets {
+                    if r == "*" && RESOURCELESS.contains(&action.as_str()) {
+                        out.insert((action.clone(), r.clone()));
+                        continue;
+                    }
                     assert!(
                         !r.contains('*'),
                         "{function}: wildcard resource {r:?} for {action}"
@@ -338,6 +436,8 @@ fn iam_action(op: &str) -> String {
         "TransactWriteItems:Delete" => "dynamodb:DeleteItem".into(),
         "SendMessageBatch" => "sqs:SendMessage".into(),
         "Invoke" => "lambda:InvokeFunction".into(),
+        "CreateLogStream" | "PutLogEvents" => format!("logs:{op}"),
+        "PutTraceSegments" | "PutTelemetryRecords" => format!("xray:{op}"),
         op if matches!(
             op,
             "SendMessage"
@@ -353,6 +453,32 @@ fn iam_action(op: &str) -> String {
     }
 }
 
+/// What Lambda does with a function's role on its behalf, beside its code's calls.
+fn lambda_side(function: &str) -> Vec<(&'static str, String, &'static str)> {
+    let mut out = vec![
+        (
+            "CreateLogStream",
+            format!("{function}LogGroup"),
+            "the runtime's log capture, into the function's own log group",
+        ),
+        (
+            "PutLogEvents",
+            format!("{function}LogGroup"),
+            "the runtime's log capture",
+        ),
+        ("PutTraceSegments", "*".into(), "Tracing: Active"),
+        ("PutTelemetryRecords", "*".into(), "Tracing: Active"),
+    ];
+    if function != "Worker" {
+        out.push((
+            "SendMessage",
+            "FailedInvocationsQueue".into(),
+            "the on-failure destination of its asynchronous invocations",
+        ));
+    }
+    out
+}
+
 fn needs(table: &[(&str, &str, &str)]) -> BTreeSet<(String, String)> {
     table
         .iter()
@@ -362,11 +488,14 @@ fn needs(table: &[(&str, &str, &str)]) -> BTreeSet<(String, String)> {
 
 #[test]
 fn each_function_is_granted_exactly_what_its_code_uses() {
-    let t = template();
+    let t = deployed();
     let mut failures = Vec::new();
     for (function, table) in [("Worker", WORKER), ("Relay", RELAY), ("Sweeper", SWEEPER)] {
         let granted = grants(&t, function);
-        let needed = needs(table);
+        let mut needed = needs(table);
+        for (op, resource, _) in lambda_side(function) {
+            needed.insert((iam_action(op), resource));
+        }
         for extra in granted.difference(&needed) {
             failures.push(format!(
                 "{function} is granted {extra:?}, which its code never uses"
@@ -506,64 +635,6 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
     }
 }
 
-/// Remote actions: the worker and the relay may invoke the functions the deployment lists in
-/// `RemoteActionFunctions` (the action map's Lambda targets), nothing when it is empty (the
-/// default), and only `lambda:InvokeFunction`; the sweeper runs no action.
-#[test]
-fn remote_actions_grant_only_the_listed_functions() {
-    let t = template();
-    let parameter = t
-        .get("Parameters")
-        .and_then(|p| p.get("RemoteActionFunctions"))
-        .expect("the RemoteActionFunctions parameter");
-    assert_eq!(parameter.get("Default").map(str_of).as_deref(), Some(""));
-    let condition = format!(
-        "{:?}",
-        t.get("Conditions")
-            .and_then(|c| c.get("HasRemoteActions"))
-            .expect("the HasRemoteActions condition")
-    );
-    assert!(condition.contains("RemoteActionFunctions"), "{condition}");
-    for function in ["Worker", "Relay", "Sweeper"] {
-        let f = resources(&t).get(function).expect("the function");
-        let conditioned: Vec<Value> = list(f.get("Properties").and_then(|p| p.get("Policies")))
-            .iter()
-            .flat_map(|p| list(p.get("Statement")))
-            .filter_map(|s| match s {
-                Value::Tagged(tag) if tag.tag == "If" => Some(tag.value.clone()),
-                _ => None,
-            })
-            .collect();
-        let remote: Vec<&Value> = conditioned
-            .iter()
-            .filter(|v| format!("{v:?}").contains("RemoteActionFunctions"))
-            .collect();
-        if function == "Sweeper" {
-            assert!(remote.is_empty(), "the sweeper runs no action");
-            continue;
-        }
-        assert_eq!(remote.len(), 1, "{function}: one remote actions statement");
-        let parts = list(Some(remote[0]));
-        assert_eq!(str_of(&parts[0]), "HasRemoteActions", "{function}");
-        let statement = &parts[1];
-        assert_eq!(
-            list(statement.get("Action"))
-                .iter()
-                .map(str_of)
-                .collect::<Vec<_>>(),
-            vec!["lambda:InvokeFunction"]
-        );
-        assert_eq!(
-            statement.get("Resource").map(resource_ref).as_deref(),
-            Some("RemoteActionFunctions")
-        );
-        assert!(
-            format!("{:?}", parts[2]).contains("AWS::NoValue"),
-            "{function}: no grant at all without the parameter"
-        );
-    }
-}
-
 #[test]
 fn queues_and_tables_are_encrypted_and_dead_letters_kept_14_days() {
     let t = template();
@@ -682,4 +753,561 @@ fn retention_ttl_and_listing_indexes_match_the_store() {
         .clone();
     assert_eq!(resource_ref(&env), "RetentionDays", "{env:?}");
     assert_eq!(str_of(&t["Parameters"]["RetentionDays"]["Default"]), "30");
+}
+
+/// Every role of the deployed template, the ones SAM generates included (the schedules'),
+/// grants on named resources only: no managed policy, no wildcard action, no `*` resource but
+/// X-Ray's; and the schedules' roles may invoke their own function and write to the failure
+/// queue, nothing else.
+#[test]
+fn no_deployed_role_grants_a_wildcard_resource() {
+    let t = deployed();
+    let mut roles = Vec::new();
+    let mut failures = Vec::new();
+    for (id, r) in resources(&t) {
+        if r["Type"] != "AWS::IAM::Role" {
+            continue;
+        }
+        let id = str_of(id);
+        for statement in statements(&t, &id) {
+            let actions: Vec<String> = list(statement.get("Action")).iter().map(str_of).collect();
+            for action in &actions {
+                if action.contains('*') {
+                    failures.push(format!("{id}: wildcard action {action}"));
+                }
+            }
+            for resource in list(statement.get("Resource")) {
+                let text = resource_ref(&resource);
+                let resourceless = actions.iter().all(|a| RESOURCELESS.contains(&a.as_str()));
+                if text.contains('*') && !(text == "*" && resourceless) {
+                    failures.push(format!("{id}: {actions:?} on {text:?}"));
+                }
+            }
+        }
+        roles.push(id);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(
+        roles,
+        [
+            "RelayRole",
+            "RelayTickRole",
+            "SweeperRole",
+            "SweeperTickRole",
+            "WorkerRole"
+        ],
+        "the roles of the deployed template"
+    );
+    for (schedule_role, function) in [("RelayTickRole", "Relay"), ("SweeperTickRole", "Sweeper")] {
+        let mut granted = BTreeSet::new();
+        for statement in statements(&t, schedule_role) {
+            for action in list(statement.get("Action")) {
+                for resource in list(statement.get("Resource")) {
+                    granted.insert((str_of(&action), resource_ref(&resource)));
+                }
+            }
+        }
+        assert_eq!(
+            granted,
+            BTreeSet::from([
+                (
+                    "lambda:InvokeFunction".to_string(),
+                    format!("{function}.Arn")
+                ),
+                (
+                    "sqs:SendMessage".to_string(),
+                    "FailedInvocationsQueue.Arn".to_string()
+                ),
+            ]),
+            "{schedule_role}"
+        );
+    }
+}
+
+/// The SQS event source polls with the worker's role, which names the queue: SAM adds no
+/// AWSLambdaSQSQueueExecutionRole (the poller's actions on `*`) to a role it did not create.
+#[test]
+fn the_sqs_poller_is_scoped_to_the_queue() {
+    let t = deployed();
+    let mappings: Vec<(String, &Value)> = resources(&t)
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Lambda::EventSourceMapping")
+        .map(|(k, r)| (str_of(k), r))
+        .collect();
+    assert_eq!(mappings.len(), 1, "one event source mapping");
+    let props = &mappings[0].1["Properties"];
+    assert_eq!(resource_ref(&props["EventSourceArn"]), "Queue.Arn");
+    assert_eq!(resource_ref(&props["FunctionName"]), "Worker");
+    assert_eq!(role_of(&t, "Worker"), "WorkerRole");
+    let granted = grants(&t, "Worker");
+    for action in [
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+    ] {
+        let on: Vec<&String> = granted
+            .iter()
+            .filter(|(a, _)| a == action)
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(on, ["Queue"], "{action}");
+    }
+}
+
+/// A tiny CloudFormation evaluator: enough of Ref, Fn::If, Fn::Join, Fn::Split and Fn::Sub
+/// to compute the physical names a stack gets.
+fn eval(v: &Value, stack: &str, params: &BTreeMap<&str, &str>, t: &Value) -> Value {
+    let conditions = |name: &str| -> bool {
+        match name {
+            "DerivePrefix" => params.get("TablePrefix").copied().unwrap_or("").is_empty(),
+            other => panic!("condition {other} not modelled"),
+        }
+    };
+    let lookup = |name: &str| -> Value {
+        match name {
+            "AWS::StackName" => Value::from(stack),
+            "AWS::Region" => Value::from("us-east-1"),
+            "AWS::AccountId" => Value::from("123456789012"),
+            p => Value::from(
+                params
+                    .get(p)
+                    .map(|s| s.to_string())
+                    .or_else(|| t["Parameters"].get(p).map(|d| str_of(&d["Default"])))
+                    .unwrap_or_else(|| panic!("{p} is neither a parameter nor modelled")),
+            ),
+        }
+    };
+    match v {
+        Value::Mapping(m) if m.len() == 1 => {
+            let (k, arg) = m.iter().next().expect("one entry");
+            let args = list(Some(arg));
+            match str_of(k).as_str() {
+                "Ref" => lookup(&str_of(arg)),
+                "Fn::If" => {
+                    let branch = if conditions(&str_of(&args[0])) { 1 } else { 2 };
+                    eval(&args[branch], stack, params, t)
+                }
+                "Fn::Join" => {
+                    let parts = list(Some(&eval(&args[1], stack, params, t)));
+                    Value::from(
+                        parts
+                            .iter()
+                            .map(|p| str_of(&eval(p, stack, params, t)))
+                            .collect::<Vec<_>>()
+                            .join(&str_of(&args[0])),
+                    )
+                }
+                "Fn::Split" => Value::Sequence(
+                    str_of(&eval(&args[1], stack, params, t))
+                        .split(&str_of(&args[0]))
+                        .map(Value::from)
+                        .collect(),
+                ),
+                "Fn::Sub" => {
+                    let (text, vars) = match arg {
+                        Value::Sequence(s) => (str_of(&s[0]), s.get(1).cloned()),
+                        other => (str_of(other), None),
+                    };
+                    let mut out = String::new();
+                    let mut rest = text.as_str();
+                    while let Some((before, after)) = rest.split_once("${") {
+                        out.push_str(before);
+                        let (name, tail) = after.split_once('}').expect("a closed ${");
+                        let value = match vars.as_ref().and_then(|v| v.get(name)) {
+                            Some(expr) => eval(expr, stack, params, t),
+                            None => lookup(name),
+                        };
+                        out.push_str(&str_of(&value));
+                        rest = tail;
+                    }
+                    out.push_str(rest);
+                    Value::from(out)
+                }
+                _ => v.clone(),
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+/// Every physical name a stack gives (tables, queues, log groups, schedules), evaluated.
+fn physical_names(t: &Value, stack: &str, params: &BTreeMap<&str, &str>) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (id, r) in resources(t) {
+        let props = &r["Properties"];
+        for key in ["TableName", "QueueName", "LogGroupName", "Name"] {
+            if let Some(v) = props.get(key) {
+                let name = str_of(&eval(v, stack, params, t));
+                assert!(!name.is_empty(), "{id:?}.{key}");
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
+/// Two stacks side by side in one account: every name is derived from the stack's, the
+/// tables' prefix as the functions and the CLI (the TablePrefix output) read it, unless
+/// TablePrefix is given; and the tables, queues and log groups outlive a replacement or a
+/// `sam delete`.
+#[test]
+fn names_are_the_stacks_and_data_is_retained() {
+    let t = deployed();
+    let none = BTreeMap::new();
+    let prod = physical_names(&t, "harel", &none);
+    let dev = physical_names(&t, "harel-dev", &none);
+    assert!(
+        prod.is_disjoint(&dev),
+        "shared names: {:?}",
+        prod.intersection(&dev).collect::<Vec<_>>()
+    );
+    for want in [
+        "harel_executions",
+        "harel_idempotency",
+        "harel.fifo",
+        "harel-dlq.fifo",
+        "harel-failed",
+        "/aws/lambda/harel/worker",
+        "harel-sweeper-tick",
+    ] {
+        assert!(prod.contains(want), "{want} not in {prod:?}");
+    }
+    for want in [
+        "harel_dev_executions",
+        "harel_dev.fifo",
+        "harel-dev-relay-tick",
+    ] {
+        assert!(dev.contains(want), "{want} not in {dev:?}");
+    }
+    let shared = BTreeMap::from([("TablePrefix", "orders")]);
+    let named = physical_names(&t, "harel-dev", &shared);
+    assert!(named.contains("orders_executions") && named.contains("orders.fifo"));
+    // the functions and the CLI read the same prefix the tables are named with
+    for (stack, params, prefix) in [
+        ("harel-dev", &none, "harel_dev"),
+        ("harel-dev", &shared, "orders"),
+    ] {
+        let output = eval(&t["Outputs"]["TablePrefix"]["Value"], stack, params, &t);
+        assert_eq!(str_of(&output), prefix);
+        for function in ["Worker", "Relay", "Sweeper"] {
+            let env = &resources(&t)[function]["Properties"]["Environment"]["Variables"];
+            let value = eval(&env["HAREL_TABLE_PREFIX"], stack, params, &t);
+            assert_eq!(str_of(&value), prefix, "{function}");
+        }
+    }
+    let mut stateful = 0;
+    for (id, r) in resources(&t) {
+        let kind = str_of(&r["Type"]);
+        if matches!(
+            kind.as_str(),
+            "AWS::DynamoDB::Table" | "AWS::SQS::Queue" | "AWS::Logs::LogGroup"
+        ) {
+            stateful += 1;
+            for policy in ["DeletionPolicy", "UpdateReplacePolicy"] {
+                assert_eq!(
+                    r.get(policy).map(str_of).as_deref(),
+                    Some("Retain"),
+                    "{id:?} ({kind}): {policy}"
+                );
+            }
+        }
+    }
+    assert_eq!(stateful, 8 + 3 + 3, "8 tables, 3 queues, 3 log groups");
+}
+
+/// X-Ray, log groups with a retention, the async functions' failure destination, EventBridge
+/// Scheduler with a retry policy and a dead-letter queue, high-throughput FIFO.
+#[test]
+fn functions_are_traced_logged_and_their_failures_kept() {
+    let t = deployed();
+    let r = resources(&t);
+    for function in ["Worker", "Relay", "Sweeper"] {
+        let props = &r[function]["Properties"];
+        assert_eq!(
+            str_of(&props["TracingConfig"]["Mode"]),
+            "Active",
+            "{function}"
+        );
+        let group = resource_ref(&props["LoggingConfig"]["LogGroup"]);
+        assert_eq!(group, format!("{function}LogGroup"));
+        assert_eq!(
+            resource_ref(&r[group.as_str()]["Properties"]["RetentionInDays"]),
+            "LogRetentionInDays"
+        );
+        assert_eq!(str_of(&props["LoggingConfig"]["LogFormat"]), "JSON");
+    }
+    for function in ["Relay", "Sweeper"] {
+        let config = r
+            .iter()
+            .find(|(_, v)| {
+                v["Type"] == "AWS::Lambda::EventInvokeConfig"
+                    && resource_ref(&v["Properties"]["FunctionName"]) == function
+            })
+            .map(|(_, v)| &v["Properties"])
+            .unwrap_or_else(|| panic!("{function} has no EventInvokeConfig"));
+        assert_eq!(
+            resource_ref(&config["DestinationConfig"]["OnFailure"]["Destination"]),
+            "FailedInvocationsQueue.Arn",
+            "{function}"
+        );
+        let schedules: Vec<&Value> = r
+            .values()
+            .filter(|v| {
+                v["Type"] == "AWS::Scheduler::Schedule"
+                    && resource_ref(&v["Properties"]["Target"]["Arn"]) == format!("{function}.Arn")
+            })
+            .collect();
+        assert_eq!(schedules.len(), 1, "{function}: one schedule");
+        let target = &schedules[0]["Properties"]["Target"];
+        assert!(
+            target["RetryPolicy"].get("MaximumRetryAttempts").is_some(),
+            "{function}: {target:?}"
+        );
+        assert_eq!(
+            resource_ref(&target["DeadLetterConfig"]["Arn"]),
+            "FailedInvocationsQueue.Arn"
+        );
+        assert_eq!(
+            str_of(&schedules[0]["Properties"]["ScheduleExpression"]),
+            "rate(1 minute)"
+        );
+    }
+    assert!(
+        !r.values().any(|v| v["Type"] == "AWS::Events::Rule"),
+        "the schedules are EventBridge Scheduler's, not rules"
+    );
+    for queue in ["Queue", "DeadLetterQueue"] {
+        let props = &r[queue]["Properties"];
+        assert_eq!(str_of(&props["FifoQueue"]), "true");
+        assert_eq!(
+            str_of(&props["DeduplicationScope"]),
+            "messageGroup",
+            "{queue}"
+        );
+        assert_eq!(
+            str_of(&props["FifoThroughputLimit"]),
+            "perMessageGroupId",
+            "{queue}"
+        );
+    }
+}
+
+/// The alarms: the dead letters (depth, and age before SQS's 14 days), failed asynchronous
+/// invocations, each function's errors and throttles, and harel's own metrics under the
+/// namespace and dimensions the code publishes; each notifies AlarmTopicArn when it is set.
+#[test]
+fn alarms_watch_what_can_go_wrong_and_notify_the_topic() {
+    use harel_lambda::metrics::{
+        CONFLICTS, FAILED_EXECUTIONS, FUNCTION_DIMENSION, OUT_OF_TIME, SERVICE_DIMENSION,
+    };
+    let t = deployed();
+    let mut watched = BTreeSet::new();
+    for (id, r) in resources(&t) {
+        if r["Type"] != "AWS::CloudWatch::Alarm" {
+            continue;
+        }
+        let props = &r["Properties"];
+        for key in ["AlarmActions", "OKActions"] {
+            let action = &props[key];
+            let args = list(action.get("Fn::If"));
+            assert_eq!(args.len(), 3, "{id:?}.{key}: {action:?}");
+            assert_eq!(str_of(&args[0]), "HasAlarmTopic");
+            assert_eq!(
+                list(Some(&args[1]))
+                    .iter()
+                    .map(resource_ref)
+                    .collect::<Vec<_>>(),
+                ["AlarmTopicArn"]
+            );
+            assert_eq!(resource_ref(&args[2]), "AWS::NoValue");
+        }
+        assert!(props.get("AlarmDescription").is_some(), "{id:?}");
+        let dims: Vec<(String, String)> = list(props.get("Dimensions"))
+            .iter()
+            .map(|d| (str_of(&d["Name"]), resource_ref(&d["Value"])))
+            .collect();
+        watched.insert((
+            resource_ref(&props["Namespace"]),
+            str_of(&props["MetricName"]),
+            dims,
+        ));
+    }
+    let d = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let mut want = BTreeSet::from([
+        (
+            "AWS/SQS".to_string(),
+            "ApproximateNumberOfMessagesVisible".to_string(),
+            d(&[("QueueName", "DeadLetterQueue.QueueName")]),
+        ),
+        (
+            "AWS/SQS".to_string(),
+            "ApproximateAgeOfOldestMessage".to_string(),
+            d(&[("QueueName", "DeadLetterQueue.QueueName")]),
+        ),
+        (
+            "AWS/SQS".to_string(),
+            "ApproximateNumberOfMessagesVisible".to_string(),
+            d(&[("QueueName", "FailedInvocationsQueue.QueueName")]),
+        ),
+    ]);
+    for function in ["Worker", "Relay", "Sweeper"] {
+        for metric in ["Errors", "Throttles"] {
+            want.insert((
+                "AWS/Lambda".to_string(),
+                metric.to_string(),
+                d(&[("FunctionName", function)]),
+            ));
+        }
+    }
+    for (metric, function) in [
+        (OUT_OF_TIME, "relay"),
+        (OUT_OF_TIME, "sweeper"),
+        (CONFLICTS, "worker"),
+        (FAILED_EXECUTIONS, "worker"),
+    ] {
+        want.insert((
+            "MetricsNamespace".to_string(),
+            metric.name.to_string(),
+            d(&[
+                (SERVICE_DIMENSION, "AWS::StackName"),
+                (FUNCTION_DIMENSION, function),
+            ]),
+        ));
+    }
+    assert_eq!(watched, want);
+}
+
+/// What the functions read of Powertools' variables and the local endpoint, from the
+/// parameters; and every parameter says what it is for.
+#[test]
+fn parameters_are_described_and_reach_the_functions() {
+    let raw = template();
+    for (name, p) in raw["Parameters"].as_mapping().expect("parameters") {
+        assert!(
+            p.get("Description")
+                .is_some_and(|d| str_of(d).trim().len() > 10),
+            "parameter {name:?} has no description"
+        );
+    }
+    assert_eq!(str_of(&raw["Parameters"]["EndpointUrl"]["Default"]), "");
+    assert_eq!(str_of(&raw["Parameters"]["AlarmTopicArn"]["Default"]), "");
+    assert_eq!(
+        str_of(&raw["Parameters"]["MetricsNamespace"]["Default"]),
+        harel_lambda::metrics::NAMESPACE
+    );
+    let t = deployed();
+    for function in ["Worker", "Relay", "Sweeper"] {
+        let env = &resources(&t)[function]["Properties"]["Environment"]["Variables"];
+        for (variable, source) in [
+            (
+                harel_lambda::logging::POWERTOOLS_SERVICE_NAME,
+                "AWS::StackName",
+            ),
+            (
+                harel_lambda::metrics::POWERTOOLS_METRICS_NAMESPACE,
+                "MetricsNamespace",
+            ),
+            (harel_lambda::config::LOCAL_ENDPOINT_URL, "EndpointUrl"),
+        ] {
+            assert_eq!(
+                resource_ref(&env[variable]),
+                source,
+                "{function}: {variable}"
+            );
+        }
+    }
+}
+
+/// `sam local invoke` passes only the variables the template declares: every variable
+/// events/env.json sets for a function is one of that function's (so the endpoint override
+/// reaches it and the local run cannot fall through to real AWS).
+#[test]
+fn env_json_sets_only_declared_variables() {
+    let t = deployed();
+    let text = std::fs::read_to_string(root().join("events/env.json")).expect("events/env.json");
+    let env: Value = serde_yaml_ng::from_str(&text).expect("JSON");
+    let mut functions = 0;
+    for (function, vars) in env.as_mapping().expect("by function") {
+        let function = str_of(function);
+        let declared = resources(&t)[function.as_str()]["Properties"]["Environment"]["Variables"]
+            .as_mapping()
+            .expect("variables")
+            .keys()
+            .map(str_of)
+            .collect::<BTreeSet<_>>();
+        for (name, _) in vars.as_mapping().expect("variables") {
+            assert!(
+                declared.contains(&str_of(name)),
+                "events/env.json sets {name:?} for {function}, which the template does not declare: sam local drops it"
+            );
+        }
+        assert!(
+            vars.get(harel_lambda::config::LOCAL_ENDPOINT_URL).is_some(),
+            "{function}: no endpoint override"
+        );
+        functions += 1;
+    }
+    assert_eq!(functions, 3);
+}
+
+/// Remote actions: the worker and the relay may invoke the functions the deployment lists in
+/// `RemoteActionFunctions` (the action map's Lambda targets), nothing when it is empty (the
+/// default), and only `lambda:InvokeFunction`; the sweeper runs no action.
+#[test]
+fn remote_actions_grant_only_the_listed_functions() {
+    let t = template();
+    let parameter = t
+        .get("Parameters")
+        .and_then(|p| p.get("RemoteActionFunctions"))
+        .expect("the RemoteActionFunctions parameter");
+    assert_eq!(parameter.get("Default").map(str_of).as_deref(), Some(""));
+    let condition = format!(
+        "{:?}",
+        t.get("Conditions")
+            .and_then(|c| c.get("HasRemoteActions"))
+            .expect("the HasRemoteActions condition")
+    );
+    assert!(condition.contains("RemoteActionFunctions"), "{condition}");
+    for function in ["Worker", "Relay", "Sweeper"] {
+        let role = role_of(&t, function);
+        let conditioned: Vec<Value> = raw_statements(&t, &role)
+            .into_iter()
+            .filter_map(|s| match s {
+                Value::Tagged(tag) if tag.tag == "If" => Some(tag.value.clone()),
+                _ => None,
+            })
+            .collect();
+        let remote: Vec<&Value> = conditioned
+            .iter()
+            .filter(|v| format!("{v:?}").contains("RemoteActionFunctions"))
+            .collect();
+        if function == "Sweeper" {
+            assert!(remote.is_empty(), "the sweeper runs no action");
+            continue;
+        }
+        assert_eq!(remote.len(), 1, "{function}: one remote actions statement");
+        let parts = list(Some(remote[0]));
+        assert_eq!(str_of(&parts[0]), "HasRemoteActions", "{function}");
+        let statement = &parts[1];
+        assert_eq!(
+            list(statement.get("Action"))
+                .iter()
+                .map(str_of)
+                .collect::<Vec<_>>(),
+            vec!["lambda:InvokeFunction"]
+        );
+        assert_eq!(
+            statement.get("Resource").map(resource_ref).as_deref(),
+            Some("RemoteActionFunctions")
+        );
+        assert!(
+            format!("{:?}", parts[2]).contains("AWS::NoValue"),
+            "{function}: no grant at all without the parameter"
+        );
+    }
 }

@@ -61,12 +61,13 @@ pub enum Request {
 
 fn failed(stack: &Stack, id: &str, e: ControlError) -> anyhow::Error {
     match e {
-        ControlError::NotFound(_) => anyhow!(
+        ControlError::NotFound(_) => super::exit::not_found(format_args!(
             "no execution {id:?} in table {}: check the id, --table-prefix or --stack",
             stack.executions_table()
-        ),
+        )),
         ControlError::Store(e) => stack.explain(&format!("writing execution {id:?}"), e),
-        other => anyhow!("{other}"),
+        // a redrive target, a wrong machine: understood, not done
+        other => super::exit::refused(other),
     }
 }
 
@@ -83,7 +84,7 @@ pub async fn publish(stack: &Stack, out: &ControlOutcome) -> anyhow::Result<bool
         .collect();
     harel_lambda::deliver::publish_outbox(&stack.store, &transport, &entries)
         .await
-        .map_err(|e| anyhow!("the Cancel is committed but could not be published ({e}; {AWS_HINT}): the relay will publish it"))?;
+        .map_err(|e| super::exit::aws(format_args!("the Cancel is committed but could not be published ({e}; {AWS_HINT}): the relay will publish it")))?;
     Ok(true)
 }
 
@@ -100,7 +101,7 @@ pub async fn execute(request: Request) -> anyhow::Result<ExitCode> {
     let result = match &request {
         Request::Cancel(a) => {
             let reason = match &a.reason {
-                Some(raw) => json_object(raw, "--reason")?,
+                Some(raw) => json_object(raw, "--reason").map_err(super::exit::usage)?,
                 None => Object::new(),
             };
             let machines = a.machines.load()?;

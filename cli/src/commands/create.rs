@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail};
+use anyhow::bail;
 use harel_lambda::create_body;
 use harel_model::schema::{check_context, with_defaults};
 use harel_model::{Object, Status};
@@ -57,7 +57,7 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
     let machines = args.machines.load()?;
     let defn = machines.get(&args.machine)?;
     let context = match &args.context {
-        Some(raw) => json_object(raw, "--context")?,
+        Some(raw) => json_object(raw, "--context").map_err(super::exit::usage)?,
         None => Object::new(),
     };
     // the worker would dead-letter a context its schema refuses: say so before sending
@@ -66,12 +66,17 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
         &with_defaults(&defn.context_schema, &context),
         true,
     )
-    .map_err(|e| anyhow!("--context does not fit machine {}: {e}", defn.id))?;
+    .map_err(|e| {
+        super::exit::refused(format_args!(
+            "--context does not fit machine {}: {e}",
+            defn.id
+        ))
+    })?;
     let id = args
         .id
         .clone()
         .unwrap_or_else(|| harel_engine::ids::new_event_id().into());
-    check_group_id(&id).map_err(|e| anyhow!("--id {id:?}: {e}"))?;
+    check_group_id(&id).map_err(|e| super::exit::usage(format_args!("--id {id:?}: {e}")))?;
 
     let stack = args.stack.connect().await?;
     let transport = stack.transport(
@@ -83,21 +88,20 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
         .await
         .map_err(|e| stack.explain(&format!("looking up {id:?}"), e))?
     {
-        bail!(
+        return Err(super::exit::refused(format_args!(
             "execution {id:?} already exists ({} machine {}): choose another --id",
-            existing.status,
-            existing.definition_id
-        );
+            existing.status, existing.definition_id
+        )));
     }
     let body = create_body(&defn.id, context, Some(&id));
     // deterministic: the same create sent twice within SQS's five minutes is dropped
     let dedupe = DedupeKey::Explicit(format!("create-{id}")).dedupe_id(&id, "");
     let message = Outgoing::raw(id.clone(), dedupe, body)?;
     transport.publish(message).await.map_err(|e| {
-        anyhow!(
+        super::exit::aws(format_args!(
             "sending the create to {}: {e} ({AWS_HINT})",
             transport.queue_url()
-        )
+        ))
     })?;
     let status = match args.wait {
         Some(seconds) => Some(wait_for(&stack, &id, seconds).await?),
@@ -119,9 +123,15 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Poll the store until the worker has created `id`; its status then.
+/// How often a long `--wait` notes its progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// Poll the store until the worker has created `id`; its status then. A wait longer than
+/// [`PROGRESS_EVERY`] says so on stderr, once per interval (stdout keeps only the id).
 async fn wait_for(stack: &Stack, id: &str, seconds: f64) -> anyhow::Result<Status> {
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs_f64(seconds.max(0.0));
+    let mut next_note = start + PROGRESS_EVERY;
     loop {
         let found = stack
             .store
@@ -131,7 +141,15 @@ async fn wait_for(stack: &Stack, id: &str, seconds: f64) -> anyhow::Result<Statu
         if let Some(exe) = found {
             return Ok(exe.status);
         }
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= next_note {
+            eprintln!(
+                "waiting for the worker to create {id}: {:.0} s of {seconds} s",
+                now.duration_since(start).as_secs_f64()
+            );
+            next_note = now + PROGRESS_EVERY;
+        }
+        if now >= deadline {
             bail!("{id} was not created within {seconds} s: is the worker running? (a create it cannot run goes to the dead-letter queue with the reason)");
         }
         tokio::time::sleep(Duration::from_millis(250)).await;

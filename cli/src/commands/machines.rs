@@ -42,10 +42,10 @@ impl MachineArgs {
 impl Machines {
     pub fn get(&self, id: &str) -> anyhow::Result<&Definition> {
         self.0.get(id).ok_or_else(|| {
-            anyhow!(
+            super::exit::not_found(format_args!(
                 "unknown machine {id:?}: the functions run {}; pass --machines FILE.stm for a machine of your own",
                 self.0.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
-            )
+            ))
         })
     }
 

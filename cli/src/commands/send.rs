@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail};
 use harel_model::schema::check_event;
 use harel_model::{Event, Status};
 use harel_sqs::{DedupeKey, Outgoing, Transport};
@@ -37,15 +36,18 @@ pub struct SendArgs {
 /// `KIND` or `KIND:{json}`, as `harel run -e` reads them (a clock step has no meaning here).
 pub fn parse_event(spec: &str) -> anyhow::Result<Event> {
     if spec.starts_with('+') {
-        bail!("-e {spec}: a clock step only means something to `harel run`; on a stack the sweeper fires the timers");
+        return Err(super::exit::usage(format_args!("-e {spec}: a clock step only means something to `harel run`; on a stack the sweeper fires the timers")));
     }
     let event = match spec.split_once(':') {
-        Some((kind, raw)) => harel_engine::ids::event(kind)
-            .with_data(json_object(raw, &format!("the data of -e {kind}"))?),
+        Some((kind, raw)) => harel_engine::ids::event(kind).with_data(
+            json_object(raw, &format!("the data of -e {kind}")).map_err(super::exit::usage)?,
+        ),
         None => harel_engine::ids::event(spec),
     };
     if event.kind.is_empty() {
-        bail!("-e {spec:?}: the event kind is empty");
+        return Err(super::exit::usage(format_args!(
+            "-e {spec:?}: the event kind is empty"
+        )));
     }
     Ok(event)
 }
@@ -61,7 +63,7 @@ pub async fn execute(args: SendArgs) -> anyhow::Result<ExitCode> {
     let transport = stack.transport("events go through the queue")?;
     let exe = stack.execution(&args.id).await?;
     if exe.status.is_finished() || exe.status == Status::Failed {
-        bail!(
+        return Err(super::exit::refused(format_args!(
             "execution {} is {}: the worker would drop these events{}",
             exe.id,
             exe.status,
@@ -70,23 +72,26 @@ pub async fn execute(args: SendArgs) -> anyhow::Result<ExitCode> {
             } else {
                 ""
             }
-        );
+        )));
     }
     // the worker dead-letters an event its declaration refuses: say so before sending
     if let Some(defn) = machines.find(&exe.definition_id) {
         for ev in &events {
-            check_event(&defn.events, &ev.kind, &ev.data)
-                .map_err(|e| anyhow!("-e {}: machine {}: {e}", ev.kind, defn.id))?;
+            check_event(&defn.events, &ev.kind, &ev.data).map_err(|e| {
+                super::exit::refused(format_args!("-e {}: machine {}: {e}", ev.kind, defn.id))
+            })?;
         }
     }
     let messages = events
         .iter()
         .map(|ev| Outgoing::event(exe.id.clone(), ev, DedupeKey::Event))
         .collect::<Result<Vec<_>, _>>()?;
-    transport
-        .publish_batch(&messages)
-        .await
-        .map_err(|e| anyhow!("sending to {}: {e} ({AWS_HINT})", transport.queue_url()))?;
+    transport.publish_batch(&messages).await.map_err(|e| {
+        super::exit::aws(format_args!(
+            "sending to {}: {e} ({AWS_HINT})",
+            transport.queue_url()
+        ))
+    })?;
     if args.json {
         let sent: Vec<_> = events
             .iter()

@@ -61,7 +61,10 @@ pub struct Timer {
 pub async fn timers_of(stack: &Stack, execution_id: &str) -> anyhow::Result<Vec<Timer>> {
     let timers = stack.store.armed_timers(execution_id).await.map_err(|e| {
         let table = stack.store.tables().timers();
-        anyhow::anyhow!("reading the timers of {execution_id:?} from {table}: {e}")
+        stack.explain(
+            &format!("reading the timers of {execution_id:?} from {table}"),
+            e,
+        )
     })?;
     Ok(timers
         .into_iter()

@@ -5,7 +5,7 @@
 //! from the SDK's standard configuration. The retention the commands' own commits stamp (a
 //! cancel that finishes an execution) follows the functions' the same way.
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, Context};
 use aws_config::SdkConfig;
 use harel_dynamodb::DynamoDbStore;
 use harel_lambda::config::{
@@ -15,10 +15,15 @@ use harel_model::Execution;
 use harel_sqs::SqsTransport;
 use harel_store::{ExecutionStore, StoreError};
 
+use super::exit;
+
+/// `HAREL_STACK`: the stack `--stack` reads when it is not given.
+pub const HAREL_STACK: &str = "HAREL_STACK";
+
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct StackArgs {
     /// Read the table prefix and queue URL from this CloudFormation stack's outputs
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", env = HAREL_STACK)]
     pub stack: Option<String>,
     /// The prefix of the DynamoDB tables ({prefix}_executions, ...) [default: the stack's
     /// TablePrefix output, else HAREL_TABLE_PREFIX]
@@ -54,7 +59,9 @@ impl StackArgs {
     pub async fn connect(&self) -> anyhow::Result<Stack> {
         let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         if sdk.region().is_none() {
-            bail!("no AWS region: set AWS_REGION (or a profile's region)");
+            return Err(exit::usage(
+                "no AWS region: set AWS_REGION (or a profile's region)",
+            ));
         }
         let mut prefix = self.table_prefix.clone();
         let mut queue_url = self.queue_url.clone();
@@ -76,18 +83,20 @@ impl StackArgs {
                 output("RetentionDays").map(|v| ("the stack's RetentionDays output", v))
             });
             if prefix.is_none() {
-                bail!("stack {name:?} has no TablePrefix output: is it a harel stack (template.yaml)? or pass --table-prefix");
+                return Err(exit::usage(format_args!("stack {name:?} has no TablePrefix output: is it a harel stack (template.yaml)? or pass --table-prefix")));
             }
         }
         let prefix = prefix.or_else(|| env(TABLE_PREFIX)).ok_or_else(|| {
-            anyhow!("no table prefix: pass --table-prefix PREFIX or --stack NAME, or set {TABLE_PREFIX} as the functions do")
+            exit::usage(format_args!("no table prefix: pass --table-prefix PREFIX or --stack NAME (or set {HAREL_STACK}), or set {TABLE_PREFIX} as the functions do"))
         })?;
         let queue_url = queue_url.or_else(|| env(QUEUE_URL));
         let retention = match retention.or_else(|| env(RETENTION_DAYS).map(|v| (RETENTION_DAYS, v)))
         {
             None => parse_retention_days(&DEFAULT_RETENTION_DAYS.to_string())?,
             Some((from, v)) => parse_retention_days(&v).map_err(|_| {
-                anyhow!("{from} {v:?}: expected whole days from 0 (keep forever) to 36500")
+                exit::usage(format_args!(
+                    "{from} {v:?}: expected whole days from 0 (keep forever) to 36500"
+                ))
             })?,
         };
         let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
@@ -110,12 +119,18 @@ async fn stack_outputs(sdk: &SdkConfig, name: &str) -> anyhow::Result<Vec<(Strin
         .await
         .map_err(|e| {
             let e = aws_sdk_cloudformation::error::DisplayErrorContext(e);
-            anyhow!("reading the outputs of stack {name:?}: {e} ({AWS_HINT}; is the stack deployed in this region?)")
+            let text = format!("reading the outputs of stack {name:?}: {e} ({AWS_HINT}; is the stack deployed in this region?)");
+            // CloudFormation answers a missing stack with a ValidationError "does not exist"
+            if text.contains("does not exist") {
+                exit::not_found(text)
+            } else {
+                exit::aws(text)
+            }
         })?;
     let stack = resp
         .stacks()
         .first()
-        .ok_or_else(|| anyhow!("no stack {name:?} in this region"))?;
+        .ok_or_else(|| exit::not_found(format_args!("no stack {name:?} in this region")))?;
     Ok(stack
         .outputs()
         .iter()
@@ -127,7 +142,7 @@ impl Stack {
     /// The queue, or what to do to name one.
     pub fn transport(&self, why: &str) -> anyhow::Result<SqsTransport> {
         let url = self.queue_url.as_deref().ok_or_else(|| {
-            anyhow!("no queue URL ({why}): pass --queue-url URL or --stack NAME, or set {QUEUE_URL} as the functions do")
+            exit::usage(format_args!("no queue URL ({why}): pass --queue-url URL or --stack NAME (or set {HAREL_STACK}), or set {QUEUE_URL} as the functions do"))
         })?;
         Ok(SqsTransport::new(aws_sdk_sqs::Client::new(&self.sdk), url))
     }
@@ -150,10 +165,13 @@ impl Stack {
             }
             _ => "",
         };
-        if hint.is_empty() && !matches!(e, StoreError::Conflict { .. }) {
-            anyhow!("{doing}: {e} ({AWS_HINT})")
-        } else {
-            anyhow!("{doing}: {e}{hint}")
+        match &e {
+            StoreError::Conflict { .. } | StoreError::AlreadyExists(_) => {
+                exit::refused(format_args!("{doing}: {e}{hint}"))
+            }
+            StoreError::Corrupt(_) => anyhow!("{doing}: {e}{hint}"),
+            _ if !hint.is_empty() => exit::not_found(format_args!("{doing}: {e}{hint}")),
+            _ => exit::aws(format_args!("{doing}: {e} ({AWS_HINT})")),
         }
     }
 
@@ -161,10 +179,10 @@ impl Stack {
     pub async fn execution(&self, id: &str) -> anyhow::Result<Execution> {
         match self.store.load(id).await {
             Ok(Some(exe)) => Ok(exe),
-            Ok(None) => bail!(
+            Ok(None) => Err(exit::not_found(format_args!(
                 "no execution {id:?} in table {}: check the id, --table-prefix or --stack",
                 self.executions_table()
-            ),
+            ))),
             Err(e) => Err(self.explain(&format!("reading execution {id:?}"), e)),
         }
     }

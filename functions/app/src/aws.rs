@@ -169,8 +169,17 @@ fn checked(driver: AppDriver) -> Result<AppDriver, BootError> {
 
 pub async fn boot(role: Role) -> Result<Booted, BootError> {
     let config = Config::from_env(role)?;
-    // the SDK's standard chain: AWS_REGION, credentials, AWS_ENDPOINT_URL for local endpoints
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    // the SDK's standard chain: AWS_REGION, credentials, AWS_ENDPOINT_URL for local endpoints;
+    // HAREL_ENDPOINT_URL, which the template declares (empty in AWS) so that sam local invoke
+    // passes events/env.json's moto endpoint, before it
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    if let Some(url) = std::env::var(harel_lambda::config::LOCAL_ENDPOINT_URL)
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    {
+        loader = loader.endpoint_url(url);
+    }
+    let sdk = loader.load().await;
     boot_with(role, config, &sdk).await
 }
 
@@ -189,14 +198,26 @@ pub async fn boot_with(
         Some(sdk),
     )?;
     let driver = driver.with_trace(config.trace);
-    let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
+    // with Tracing: Active, every DynamoDB call (store, idempotency) and SQS call is an X-Ray
+    // subsegment of the invocation (harel_lambda::xray); outside Lambda, plain clients
+    let xray = harel_lambda::xray::XrayInterceptor::from_env();
+    let mut dynamodb_conf = aws_sdk_dynamodb::config::Builder::from(sdk);
+    let mut sqs_conf = aws_sdk_sqs::config::Builder::from(sdk);
+    if let Some(x) = &xray {
+        dynamodb_conf = dynamodb_conf.interceptor(x.clone());
+        sqs_conf = sqs_conf.interceptor(x.clone());
+    }
+    let dynamodb = aws_sdk_dynamodb::Client::from_conf(dynamodb_conf.build());
     let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)
         .map_err(|e| BootError::Store(e.to_string()))?
         .with_trace_max(config.trace_max)
         .with_retention(config.retention)
         .with_due_shards(config.timer_shards)
         .map_err(|e| BootError::Store(e.to_string()))?;
-    let mut transport = SqsTransport::new(aws_sdk_sqs::Client::new(sdk), config.queue_url.clone());
+    let mut transport = SqsTransport::new(
+        aws_sdk_sqs::Client::from_conf(sqs_conf.build()),
+        config.queue_url.clone(),
+    );
     if let Some(dlq) = &config.dlq_url {
         transport = transport.with_dead_letter_queue(dlq.clone());
     }

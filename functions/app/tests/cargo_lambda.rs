@@ -211,7 +211,11 @@ fn assert_function_output(path: &std::path::Path) {
         assert_eq!(line["level"], "INFO", "{line}");
         for key in [
             "timestamp",
-            "requestId",
+            "service",
+            "location",
+            "cold_start",
+            "function_name",
+            "function_request_id",
             "message_id",
             "execution_id",
             "outcome",
@@ -241,6 +245,27 @@ fn assert_function_output(path: &std::path::Path) {
         "the create and the PlaceOrder"
     );
     assert_eq!(total("DlqMoves"), 1.0, "the malformed message");
+    // Powertools' conventions: the service dimension on every document, one ColdStart (the
+    // process's first invocation), and cold_start true on exactly that invocation's lines
+    for doc in &emf {
+        assert_eq!(doc["service"], "harel", "{doc}");
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0][0], "service",
+            "{doc}"
+        );
+    }
+    let cold: Vec<_> = function_docs
+        .iter()
+        .filter(|d| d.get("ColdStart").is_some())
+        .collect();
+    assert_eq!(cold.len(), 1, "one cold start:\n{text}");
+    assert_eq!(cold[0]["ColdStart"], 1.0);
+    let cold_requests: std::collections::BTreeSet<&str> = json
+        .iter()
+        .filter(|l| l["cold_start"] == true)
+        .filter_map(|l| l["function_request_id"].as_str())
+        .collect();
+    assert_eq!(cold_requests.len(), 1, "{text}");
     assert!(emf
         .iter()
         .any(|d| d["Machine"] == "Order" && d["Commits"].as_f64() == Some(1.0)));

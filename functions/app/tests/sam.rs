@@ -34,3 +34,31 @@ fn template_passes_sam_validate_lint() {
     assert!(out.status.success(), "sam validate --lint failed:\n{text}");
     assert!(text.contains("is a valid SAM Template"), "{text}");
 }
+
+/// cfn-lint with its informational checks too (`--include-checks I`: retain policies on
+/// stateful resources, explicit retention periods, ...): no finding at all.
+#[test]
+fn template_passes_cfn_lint_with_informational_checks() {
+    let Some((_, sam_bin)) = tools::lambda_tools() else {
+        return;
+    };
+    let out = Command::new(sam_bin.join("cfn-lint"))
+        .args([
+            "--include-checks",
+            "I",
+            "--regions",
+            "us-east-1",
+            "--",
+            "template.yaml",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cfn-lint runs (the SAM CLI's venv has it)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "cfn-lint --include-checks I:\n{text}");
+    assert!(text.trim().is_empty(), "{text}");
+}

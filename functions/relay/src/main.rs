@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use harel_lambda::logging::invocation_span;
-use harel_lambda::metrics::{now_ms, relay_metrics};
+use harel_lambda::logging::Invocation;
+use harel_lambda::metrics::{now_ms, relay_metrics, MetricsSettings};
 use harel_lambda::{relay, Role};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::{json, Value};
@@ -14,15 +14,26 @@ use tracing::Instrument;
 async fn main() -> Result<(), Error> {
     harel_app::init_tracing();
     let booted = Arc::new(harel_app::boot(Role::Relay).await?);
+    // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
+    let metrics = std::sync::Arc::new(MetricsSettings::from_env()?);
     tracing::info!("relay ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let b = booted.clone();
-        let span = invocation_span("relay", &event.context.request_id);
+        let metrics = metrics.clone();
+        let invocation = Invocation::new(
+            "relay",
+            &event.context.request_id,
+            event.context.xray_trace_id.as_deref(),
+        );
+        let cold_start = invocation.cold_start;
+        let span = invocation.span();
         async move {
             harel_app::set_invocation_deadline(event.context.deadline);
             let deadline = b.work_deadline(event.context.deadline);
             let report = relay(&b.store, &b.transport, &b.driver, deadline).await?;
-            let mut metrics = relay_metrics(&report, now_ms());
+            let mut metrics = relay_metrics(&report, now_ms())
+                .with_settings(&metrics)
+                .with_cold_start(cold_start);
             if let Some(remote) = &b.remote {
                 harel_app::aws::record_remote(&mut metrics, remote.take_stats());
             }

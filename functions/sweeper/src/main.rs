@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use harel_lambda::logging::invocation_span;
-use harel_lambda::metrics::{now_ms, sweeper_metrics};
+use harel_lambda::logging::Invocation;
+use harel_lambda::metrics::{now_ms, sweeper_metrics, MetricsSettings};
 use harel_lambda::wake::wake_until;
 use harel_lambda::{sweep, Driver, Role, SweepPlan};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
@@ -17,10 +17,19 @@ use tracing::Instrument;
 async fn main() -> Result<(), Error> {
     harel_app::init_tracing();
     let booted = Arc::new(harel_app::boot(Role::Sweeper).await?);
+    // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
+    let metrics = std::sync::Arc::new(MetricsSettings::from_env()?);
     tracing::info!("sweeper ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let b = booted.clone();
-        let span = invocation_span("sweeper", &event.context.request_id);
+        let metrics = metrics.clone();
+        let invocation = Invocation::new(
+            "sweeper",
+            &event.context.request_id,
+            event.context.xray_trace_id.as_deref(),
+        );
+        let cold_start = invocation.cold_start;
+        let span = invocation.span();
         async move {
             let deadline = b.work_deadline(event.context.deadline);
             let now = b.driver.now();
@@ -48,7 +57,10 @@ async fn main() -> Result<(), Error> {
                 out_of_time = report.out_of_time,
                 "sweep done"
             );
-            sweeper_metrics(&report, now_ms()).emit();
+            sweeper_metrics(&report, now_ms())
+                .with_settings(&metrics)
+                .with_cold_start(cold_start)
+                .emit();
             Ok::<Value, Error>(
                 json!({"fired": report.fired, "polls": report.polls, "looks": report.looks}),
             )

@@ -2,8 +2,8 @@
 //! document per invocation (and machine) on stdout.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use harel_lambda::logging::invocation_span;
-use harel_lambda::metrics::{now_ms, worker_metrics, Receipt};
+use harel_lambda::logging::Invocation;
+use harel_lambda::metrics::{now_ms, worker_metrics, MetricsSettings, Receipt};
 use harel_lambda::{Record, Role};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use tracing::Instrument;
@@ -14,11 +14,20 @@ async fn main() -> Result<(), Error> {
     let booted = harel_app::boot(Role::Worker).await?;
     let remote = booted.remote.clone();
     let worker = booted.into_worker();
+    // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
+    let metrics = std::sync::Arc::new(MetricsSettings::from_env()?);
     tracing::info!("worker ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
         let remote = remote.clone();
-        let span = invocation_span("worker", &event.context.request_id);
+        let metrics = metrics.clone();
+        let invocation = Invocation::new(
+            "worker",
+            &event.context.request_id,
+            event.context.xray_trace_id.as_deref(),
+        );
+        let cold_start = invocation.cold_start;
+        let span = invocation.span();
         async move {
             let messages = &event.payload.records;
             let records: Vec<Record> = messages.iter().map(Record::from_sqs).collect();
@@ -28,7 +37,9 @@ async fn main() -> Result<(), Error> {
             let outcome = worker.handle_batch(records, deadline).await;
             let failed = outcome.failed_ids().len();
             tracing::info!(records = outcome.records.len(), failed, "batch done");
-            let mut metrics = worker_metrics(&outcome, &receipts, now_ms());
+            let mut metrics = worker_metrics(&outcome, &receipts, now_ms())
+                .with_settings(&metrics)
+                .with_cold_start(cold_start);
             if let Some(remote) = &remote {
                 harel_app::aws::record_remote(&mut metrics, remote.take_stats());
             }

@@ -54,6 +54,9 @@ pub const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
 pub const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
 pub const REGION: &str = "AWS_REGION";
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
+/// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty
+/// in AWS, moto's for `sam local invoke`); takes precedence over `AWS_ENDPOINT_URL`.
+pub const LOCAL_ENDPOINT_URL: &str = "HAREL_ENDPOINT_URL";
 
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum ConfigError {
@@ -129,6 +132,9 @@ impl Config {
         }
         if let Some(endpoint) = get(ENDPOINT_URL) {
             check_url(ENDPOINT_URL, &endpoint)?;
+        }
+        if let Some(endpoint) = get(LOCAL_ENDPOINT_URL) {
+            check_url(LOCAL_ENDPOINT_URL, &endpoint)?;
         }
         let table_prefix = required(TABLE_PREFIX)?;
         // harel's table-name rule (`{prefix}_executions`, ...), shared with harel Python
@@ -590,6 +596,14 @@ mod tests {
         e.push((ENDPOINT_URL, "localhost:4566"));
         let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("bad endpoint");
         assert!(err.to_string().contains(ENDPOINT_URL), "{err}");
+
+        // the template's EndpointUrl: empty in AWS (accepted), else a URL
+        let mut e = BASE.to_vec();
+        e.push((LOCAL_ENDPOINT_URL, ""));
+        Config::from_lookup(Role::Worker, env(&e)).expect("empty: not set");
+        e.push((LOCAL_ENDPOINT_URL, "host.docker.internal:5000"));
+        let err = Config::from_lookup(Role::Worker, env(&e)).expect_err("bad endpoint");
+        assert!(err.to_string().starts_with("HAREL_ENDPOINT_URL="), "{err}");
 
         let mut e = BASE.to_vec();
         e.push((TRACE, "maybe"));

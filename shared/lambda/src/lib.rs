@@ -14,6 +14,7 @@ mod sqs_batch;
 pub mod sweeper;
 pub mod wake;
 pub mod worker;
+pub mod xray;
 
 pub use config::{Config, ConfigError, Role};
 pub use driver::{DriveError, Driver, Stepped};

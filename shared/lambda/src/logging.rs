@@ -1,15 +1,18 @@
 //! The functions' logs: one JSON object per line, flat, as Lambda's advanced logging
-//! controls read them: `timestamp`, `level` (which `ApplicationLogLevel` filters on),
-//! `message`, then the fields of every span the line was logged in (the invocation's
-//! `requestId` and `function`, a record's `message_id`, `execution_id`, `event_kind`,
-//! `machine`) and the line's own fields. tracing-subscriber's JSON formatter nests span
-//! fields under `span`/`spans`; CloudWatch Logs Insights and Lambda's console want them at
-//! the top, beside `requestId` as Lambda's own records have it.
+//! controls read them, with Powertools for AWS Lambda's keys: `timestamp`, `level` (which
+//! `ApplicationLogLevel` filters on), `message`, `service` (`POWERTOOLS_SERVICE_NAME`),
+//! `location` (`module:line`), then the fields of every span the line was logged in (the
+//! invocation's `cold_start`, `function_name`, `function_request_id`, `xray_trace_id` and
+//! harel's `function` role; a record's `message_id`, `execution_id`, `event_kind`, `machine`)
+//! and the line's own fields. tracing-subscriber's JSON formatter nests span fields under
+//! `span`/`spans`; CloudWatch Logs Insights, Lambda's console and Powertools' queries want
+//! them at the top.
 //!
 //! Payloads (event data, contexts) are never logged at `info` or above: the handlers log
 //! where an execution went, not what it holds.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
@@ -26,6 +29,17 @@ pub const LAMBDA_LOG_LEVEL: &str = "AWS_LAMBDA_LOG_LEVEL";
 /// Set by Lambda from the function's `LoggingConfig.LogFormat` (`JSON` or `Text`).
 pub const LAMBDA_LOG_FORMAT: &str = "AWS_LAMBDA_LOG_FORMAT";
 pub const HAREL_LOG_LEVEL: &str = "HAREL_LOG_LEVEL";
+/// Powertools' own level variable: read when `HAREL_LOG_LEVEL` is not set.
+pub const POWERTOOLS_LOG_LEVEL: &str = "POWERTOOLS_LOG_LEVEL";
+/// Powertools' service name: every log line's `service` (and the metrics' `service`
+/// dimension). The template sets it to the stack's name.
+pub const POWERTOOLS_SERVICE_NAME: &str = "POWERTOOLS_SERVICE_NAME";
+/// The service when `POWERTOOLS_SERVICE_NAME` is not set.
+pub const DEFAULT_SERVICE: &str = "harel";
+/// Set by Lambda: the function's name, and `provisioned-concurrency` when an environment was
+/// initialised ahead of its first invocation (whose start is then not a cold one).
+pub const LAMBDA_FUNCTION_NAME: &str = "AWS_LAMBDA_FUNCTION_NAME";
+pub const LAMBDA_INITIALIZATION_TYPE: &str = "AWS_LAMBDA_INITIALIZATION_TYPE";
 pub const RUST_LOG: &str = "RUST_LOG";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +56,8 @@ pub struct LogSettings {
     /// An `EnvFilter` directive (`info`, `debug`, `harel_lambda=debug,info`, ...).
     pub filter: String,
     pub format: Format,
+    /// Every JSON line's `service`.
+    pub service: String,
 }
 
 impl LogSettings {
@@ -50,7 +66,8 @@ impl LogSettings {
     }
 
     /// The level: the more verbose of Lambda's `AWS_LAMBDA_LOG_LEVEL` (the operator's
-    /// `ApplicationLogLevel`) and `HAREL_LOG_LEVEL`, either alone when only one is set, else
+    /// `ApplicationLogLevel`) and `HAREL_LOG_LEVEL` (else Powertools' `POWERTOOLS_LOG_LEVEL`),
+    /// either alone when only one is set, else
     /// `RUST_LOG` (which may hold per-crate directives), else `info`. The more verbose,
     /// because Lambda drops the lines below its own level anyway, and the template keeps
     /// `ApplicationLogLevel` at `INFO` or below so the EMF documents (level-less lines, INFO to
@@ -63,7 +80,15 @@ impl LogSettings {
                 "fatal" => "error".to_string(),
                 other => other.to_string(),
             });
-        let filter = match (lambda, get(HAREL_LOG_LEVEL)) {
+        let own = get(HAREL_LOG_LEVEL).or_else(|| {
+            // Powertools spells the levels in capitals (INFO, DEBUG, ..., CRITICAL)
+            get(POWERTOOLS_LOG_LEVEL).map(|l| match l.trim().to_ascii_lowercase().as_str() {
+                "critical" | "fatal" => "error".to_string(),
+                "warning" => "warn".to_string(),
+                other => other.to_string(),
+            })
+        });
+        let filter = match (lambda, own) {
             (Some(lambda), Some(harel)) => match (
                 lambda.parse::<LevelFilter>(),
                 harel.trim().parse::<LevelFilter>(),
@@ -79,7 +104,12 @@ impl LogSettings {
             Some(f) if f.trim().eq_ignore_ascii_case("text") => Format::Text,
             _ => Format::Json,
         };
-        LogSettings { filter, format }
+        let service = get(POWERTOOLS_SERVICE_NAME).unwrap_or_else(|| DEFAULT_SERVICE.to_string());
+        LogSettings {
+            filter,
+            format,
+            service,
+        }
     }
 
     fn env_filter(&self) -> EnvFilter {
@@ -107,7 +137,9 @@ where
         Format::Json => Box::new(
             builder
                 .fmt_fields(JsonFields::new())
-                .event_format(FlatJson)
+                .event_format(FlatJson {
+                    service: settings.service.clone(),
+                })
                 .finish(),
         ),
         Format::Text => Box::new(builder.without_time().with_target(false).finish()),
@@ -119,13 +151,73 @@ pub fn init(settings: &LogSettings) {
     let _ = tracing::subscriber::set_global_default(subscriber(settings, std::io::stdout));
 }
 
-/// The span of one invocation: every line logged while handling it carries these.
+static COLD: AtomicBool = AtomicBool::new(true);
+
+/// True for the first invocation of this process (once: later calls are false), as
+/// Powertools counts it: an environment Lambda initialised ahead of demand
+/// (`AWS_LAMBDA_INITIALIZATION_TYPE=provisioned-concurrency`) has no cold start.
+pub fn take_cold_start() -> bool {
+    let first = COLD.swap(false, Ordering::Relaxed);
+    first && std::env::var(LAMBDA_INITIALIZATION_TYPE).as_deref() != Ok("provisioned-concurrency")
+}
+
+/// What the Lambda runtime says of one invocation (its `Context`), for its logs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Invocation {
+    /// harel's function: `worker`, `relay` or `sweeper`.
+    pub function: String,
+    /// Lambda's function name (`AWS_LAMBDA_FUNCTION_NAME`; the stack's generated name).
+    pub function_name: String,
+    pub request_id: String,
+    pub xray_trace_id: Option<String>,
+    pub cold_start: bool,
+}
+
+impl Invocation {
+    /// An invocation of `function` (`worker`, ...) with Lambda's request id and trace header;
+    /// the function name from `AWS_LAMBDA_FUNCTION_NAME`, the cold start from
+    /// [`take_cold_start`] (so build one per invocation, in order).
+    pub fn new(function: &str, request_id: &str, xray_trace_id: Option<&str>) -> Self {
+        Invocation {
+            function: function.to_string(),
+            function_name: std::env::var(LAMBDA_FUNCTION_NAME)
+                .unwrap_or_else(|_| function.to_string()),
+            request_id: request_id.to_string(),
+            xray_trace_id: xray_trace_id.filter(|t| !t.is_empty()).map(str::to_string),
+            cold_start: take_cold_start(),
+        }
+    }
+
+    /// The span every line logged while handling the invocation is in (Powertools' keys).
+    pub fn span(&self) -> tracing::Span {
+        tracing::info_span!(
+            "invocation",
+            cold_start = self.cold_start,
+            function_name = self.function_name.as_str(),
+            function_request_id = self.request_id.as_str(),
+            xray_trace_id = self.xray_trace_id.as_deref(),
+            function = self.function.as_str(),
+        )
+    }
+}
+
+/// The span of one invocation (tests): a warm invocation of `function` without a trace.
 pub fn invocation_span(function: &str, request_id: &str) -> tracing::Span {
-    tracing::info_span!("invocation", requestId = request_id, function = function)
+    Invocation {
+        function: function.to_string(),
+        function_name: function.to_string(),
+        request_id: request_id.to_string(),
+        xray_trace_id: None,
+        cold_start: false,
+    }
+    .span()
 }
 
 /// The flat JSON line (see the module's documentation).
-pub struct FlatJson;
+pub struct FlatJson {
+    /// Every line's `service`.
+    pub service: String,
+}
 
 impl<S, N> FormatEvent<S, N> for FlatJson
 where
@@ -154,6 +246,16 @@ where
                 .0
                 .remove("message")
                 .unwrap_or(Value::String(String::new())),
+        );
+        line.insert("service".into(), Value::String(self.service.clone()));
+        let meta = event.metadata();
+        line.insert(
+            "location".into(),
+            Value::String(format!(
+                "{}:{}",
+                meta.module_path().unwrap_or_else(|| meta.target()),
+                meta.line().unwrap_or(0)
+            )),
         );
         if let Some(scope) = ctx.event_scope() {
             for span in scope.from_root() {
@@ -208,6 +310,7 @@ impl Visit for Fields {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::sync::{Arc, Mutex};
 
     /// A writer into a shared buffer.
@@ -281,6 +384,87 @@ mod tests {
     }
 
     #[test]
+    fn powertools_level_and_service_are_read() {
+        assert_eq!(settings(&[(POWERTOOLS_LOG_LEVEL, "DEBUG")]).filter, "debug");
+        assert_eq!(
+            settings(&[(POWERTOOLS_LOG_LEVEL, "WARNING")]).filter,
+            "warn"
+        );
+        assert_eq!(
+            settings(&[(POWERTOOLS_LOG_LEVEL, "CRITICAL")]).filter,
+            "error"
+        );
+        // harel's own variable wins over Powertools'
+        assert_eq!(
+            settings(&[(POWERTOOLS_LOG_LEVEL, "DEBUG"), (HAREL_LOG_LEVEL, "warn")]).filter,
+            "warn"
+        );
+        // and Lambda's, when more verbose, over both
+        assert_eq!(
+            settings(&[(POWERTOOLS_LOG_LEVEL, "ERROR"), (LAMBDA_LOG_LEVEL, "INFO")]).filter,
+            "info"
+        );
+        assert_eq!(settings(&[]).service, "harel");
+        assert_eq!(
+            settings(&[(POWERTOOLS_SERVICE_NAME, "harel-dev")]).service,
+            "harel-dev"
+        );
+    }
+
+    #[test]
+    fn a_cold_traced_invocation_carries_powertools_keys() {
+        let buffer = Buffer::default();
+        let sub = subscriber(
+            &settings(&[(POWERTOOLS_SERVICE_NAME, "harel-dev")]),
+            buffer.clone(),
+        );
+        let invocation = Invocation {
+            function: "sweeper".into(),
+            function_name: "harel-dev-Sweeper-AbC123".into(),
+            request_id: "req-9".into(),
+            xray_trace_id: Some("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1".into()),
+            cold_start: true,
+        };
+        tracing::subscriber::with_default(sub, || {
+            let span = invocation.span();
+            let _s = span.enter();
+            tracing::warn!("late");
+        });
+        let text = String::from_utf8(buffer.0.lock().expect("lock").clone()).expect("utf-8");
+        let line: Value = serde_json::from_str(text.trim()).expect("one JSON line");
+        for (key, want) in [
+            ("service", json!("harel-dev")),
+            ("cold_start", json!(true)),
+            ("function_name", json!("harel-dev-Sweeper-AbC123")),
+            ("function_request_id", json!("req-9")),
+            (
+                "xray_trace_id",
+                json!("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"),
+            ),
+            ("level", json!("WARN")),
+            ("message", json!("late")),
+            ("function", json!("sweeper")),
+        ] {
+            assert_eq!(line[key], want, "{key} in {line}");
+        }
+        assert!(line["location"].as_str().is_some_and(|l| l.contains(':')));
+        assert!(line["timestamp"].as_str().is_some());
+    }
+
+    #[test]
+    fn only_the_first_invocation_is_a_cold_start() {
+        // the process's first call (no other test in this binary takes it)
+        let first = take_cold_start();
+        assert_eq!(
+            first,
+            std::env::var(LAMBDA_INITIALIZATION_TYPE).as_deref() != Ok("provisioned-concurrency")
+        );
+        assert!(!take_cold_start());
+        assert!(!Invocation::new("worker", "r", Some("")).cold_start);
+        assert_eq!(Invocation::new("worker", "r", Some("")).xray_trace_id, None);
+    }
+
+    #[test]
     fn a_line_is_flat_json_with_the_spans_fields() {
         let buffer = Buffer::default();
         let sub = subscriber(&settings(&[]), buffer.clone());
@@ -303,8 +487,20 @@ mod tests {
         let line: Value = serde_json::from_str(lines[0]).expect("one JSON object");
         assert_eq!(line["level"], "INFO");
         assert_eq!(line["message"], "step committed");
-        assert_eq!(line["requestId"], "req-1");
+        assert_eq!(line["function_request_id"], "req-1");
         assert_eq!(line["function"], "worker");
+        assert_eq!(line["function_name"], "worker");
+        assert_eq!(line["cold_start"], false);
+        assert_eq!(line["service"], DEFAULT_SERVICE);
+        let location = line["location"].as_str().expect("location");
+        assert!(
+            location.starts_with("harel_lambda::logging::tests:"),
+            "{location}"
+        );
+        assert!(
+            line.get("xray_trace_id").is_none(),
+            "no trace, no key: {line}"
+        );
         assert_eq!(line["message_id"], "m-1");
         assert_eq!(line["event_kind"], "PlaceOrder");
         assert_eq!(line["commits"], 2);

@@ -21,8 +21,11 @@ use crate::relay::RelayReport;
 use crate::sweeper::SweepReport;
 use crate::worker::{BatchOutcome, Handled, RecordError};
 
-/// The namespace every harel metric is published under.
+/// The namespace harel's metrics are published under unless `POWERTOOLS_METRICS_NAMESPACE`
+/// says otherwise.
 pub const NAMESPACE: &str = "harel";
+/// Powertools' variable for the metrics' namespace (the template's `MetricsNamespace`).
+pub const POWERTOOLS_METRICS_NAMESPACE: &str = "POWERTOOLS_METRICS_NAMESPACE";
 pub const MAX_METRICS: usize = 100;
 pub const MAX_DIMENSIONS: usize = 30;
 pub const MAX_VALUES: usize = 100;
@@ -30,6 +33,10 @@ const MAX_NAME: usize = 1024;
 const MAX_DIMENSION_NAME: usize = 255;
 const MAX_NAMESPACE: usize = 255;
 
+/// The dimension every document carries first: the service (`POWERTOOLS_SERVICE_NAME`, the
+/// stack's name in the template), spelled as Powertools spells it, so two stacks publishing
+/// into one namespace keep their datapoints apart.
+pub const SERVICE_DIMENSION: &str = "service";
 /// The dimension every document carries: which function measured.
 pub const FUNCTION_DIMENSION: &str = "Function";
 /// The dimension of the per-machine documents: the execution's `definition_id`.
@@ -129,6 +136,8 @@ pub const CHILDREN_RELAYED: Metric = count("ChildrenRelayed");
 /// Relay or sweeper invocations that stopped with work left because time ran low.
 pub const OUT_OF_TIME: Metric = count("OutOfTime");
 pub const TIMERS_FIRED: Metric = count("TimersFired");
+/// 1 in the first invocation of a function instance (Powertools' `ColdStart`), absent after.
+pub const COLD_START: Metric = count("ColdStart");
 pub const SWEEP_POLLS: Metric = count("SweepPolls");
 /// Per remote action (dimension `Action`): calls made (a call with its retries is one).
 pub const REMOTE_CALLS: Metric = count("RemoteCalls");
@@ -239,10 +248,49 @@ struct Measured {
     timings: BTreeMap<Metric, Vec<f64>>,
 }
 
+/// Where the documents go: the namespace and the service dimension's value, read once at
+/// cold start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricsSettings {
+    pub namespace: String,
+    pub service: String,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        MetricsSettings {
+            namespace: NAMESPACE.to_string(),
+            service: crate::logging::DEFAULT_SERVICE.to_string(),
+        }
+    }
+}
+
+impl MetricsSettings {
+    pub fn from_env() -> Result<Self, MetricsError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// `POWERTOOLS_METRICS_NAMESPACE` (default `harel`) and `POWERTOOLS_SERVICE_NAME`
+    /// (default `harel`), checked as EMF checks them (a bad one stops the function at cold
+    /// start rather than losing every document).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, MetricsError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let defaults = MetricsSettings::default();
+        let settings = MetricsSettings {
+            namespace: get(POWERTOOLS_METRICS_NAMESPACE).unwrap_or(defaults.namespace),
+            service: get(crate::logging::POWERTOOLS_SERVICE_NAME).unwrap_or(defaults.service),
+        };
+        check_name("namespace", &settings.namespace, MAX_NAMESPACE)?;
+        check_name("dimension value", &settings.service, MAX_NAME)?;
+        Ok(settings)
+    }
+}
+
 /// What one invocation measured, aggregated for the function and for each machine.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InvocationMetrics {
     function: String,
+    settings: MetricsSettings,
     timestamp_ms: u64,
     total: Measured,
     machines: BTreeMap<String, Measured>,
@@ -253,11 +301,27 @@ impl InvocationMetrics {
     pub fn new(function: impl Into<String>, timestamp_ms: u64) -> Self {
         InvocationMetrics {
             function: function.into(),
+            settings: MetricsSettings::default(),
             timestamp_ms,
             total: Measured::default(),
             machines: BTreeMap::new(),
             actions: BTreeMap::new(),
         }
+    }
+
+    /// Publish under `settings`' namespace and service.
+    pub fn with_settings(mut self, settings: &MetricsSettings) -> Self {
+        self.settings = settings.clone();
+        self
+    }
+
+    /// Count the invocation's cold start (`ColdStart` 1 in the function's document) when it
+    /// was one.
+    pub fn with_cold_start(mut self, cold_start: bool) -> Self {
+        if cold_start {
+            self.count(None, COLD_START, 1);
+        }
+        self
     }
 
     /// Add `n` to a count, for the function and, when known, for the machine. A count of
@@ -316,9 +380,14 @@ impl InvocationMetrics {
         scope: Option<(&str, &str)>,
         out: &mut Vec<Value>,
     ) -> Result<(), MetricsError> {
-        let mut dimensions =
-            BTreeMap::from([(FUNCTION_DIMENSION.to_string(), self.function.clone())]);
-        let mut set = vec![FUNCTION_DIMENSION.to_string()];
+        let mut dimensions = BTreeMap::from([
+            (SERVICE_DIMENSION.to_string(), self.settings.service.clone()),
+            (FUNCTION_DIMENSION.to_string(), self.function.clone()),
+        ]);
+        let mut set = vec![
+            SERVICE_DIMENSION.to_string(),
+            FUNCTION_DIMENSION.to_string(),
+        ];
         if let Some((dimension, value)) = scope {
             dimensions.insert(dimension.to_string(), value.to_string());
             set.push(dimension.to_string());
@@ -354,7 +423,7 @@ impl InvocationMetrics {
                 continue;
             }
             let document = Document {
-                namespace: NAMESPACE.to_string(),
+                namespace: self.settings.namespace.clone(),
                 timestamp_ms: self.timestamp_ms,
                 dimension_sets: vec![set.clone()],
                 dimensions: dimensions.clone(),
@@ -526,15 +595,20 @@ mod tests {
         let function = &docs[0];
         assert_eq!(function["_aws"]["Timestamp"], json!(1_700_000_000_123u64));
         assert_eq!(directive(function)["Namespace"], json!("harel"));
-        assert_eq!(directive(function)["Dimensions"], json!([["Function"]]));
+        assert_eq!(
+            directive(function)["Dimensions"],
+            json!([["service", "Function"]])
+        );
         assert_eq!(function["Function"], json!("worker"));
+        assert_eq!(function["service"], json!("harel"));
+        assert!(function.get("ColdStart").is_none(), "a warm invocation");
         assert_eq!(function["Commits"], json!(2.0));
         assert_eq!(function["TimerLag"], json!(12.5));
         assert!(function.get("Machine").is_none());
         let order = &docs[1];
         assert_eq!(
             directive(order)["Dimensions"],
-            json!([["Function", "Machine"]])
+            json!([["service", "Function", "Machine"]])
         );
         assert_eq!(order["Machine"], json!("Order"));
         assert_eq!(order["Conflicts"], json!(1.0));
@@ -544,6 +618,48 @@ mod tests {
             assert!(order.get(name).is_some(), "{name} has no value");
             assert!(["Count", "Milliseconds"].contains(&def["Unit"].as_str().expect("unit")));
         }
+    }
+
+    #[test]
+    fn the_namespace_and_the_service_dimension_come_from_powertools_variables() {
+        let lookup = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            MetricsSettings::from_lookup(lookup(&[])),
+            Ok(MetricsSettings::default())
+        );
+        let settings = MetricsSettings::from_lookup(lookup(&[
+            (POWERTOOLS_METRICS_NAMESPACE, "acme/orders"),
+            ("POWERTOOLS_SERVICE_NAME", "harel-dev"),
+        ]))
+        .expect("valid");
+        let docs = InvocationMetrics::new("relay", 5)
+            .with_settings(&settings)
+            .with_cold_start(true)
+            .documents()
+            .expect("valid");
+        assert_eq!(docs.len(), 1);
+        assert_eq!(directive(&docs[0])["Namespace"], json!("acme/orders"));
+        assert_eq!(docs[0]["service"], json!("harel-dev"));
+        assert_eq!(docs[0]["Function"], json!("relay"));
+        assert_eq!(docs[0]["ColdStart"], json!(1.0));
+        assert_eq!(
+            directive(&docs[0])["Metrics"],
+            json!([{"Name": "ColdStart", "Unit": "Count"}])
+        );
+        let long = "n".repeat(256);
+        assert!(matches!(
+            MetricsSettings::from_lookup(
+                |name| (name == POWERTOOLS_METRICS_NAMESPACE).then(|| long.clone())
+            ),
+            Err(MetricsError::InvalidName { .. })
+        ));
     }
 
     #[test]

@@ -130,7 +130,19 @@ async fn logs_are_json_lines_with_the_fields_and_without_payloads() {
         .collect();
     assert!(lines.len() > 10, "{text}");
     for line in &lines {
-        for key in ["timestamp", "level", "message", "requestId", "function"] {
+        // Powertools' keys (cold_start and function_name come from the invocation's span;
+        // xray_trace_id only when Lambda passes a trace header)
+        for key in [
+            "timestamp",
+            "level",
+            "message",
+            "service",
+            "location",
+            "cold_start",
+            "function_name",
+            "function_request_id",
+            "function",
+        ] {
             assert!(line.get(key).is_some(), "no {key}: {line}");
         }
         assert!(
@@ -151,7 +163,7 @@ async fn logs_are_json_lines_with_the_fields_and_without_payloads() {
         .find(|l| l["message"] == "timers fired")
         .expect("the sweeper's line");
     assert_eq!(
-        (&sweep["requestId"], &sweep["fired"]),
+        (&sweep["function_request_id"], &sweep["fired"]),
         (&json!("req-sweep"), &json!(1))
     );
     // every record's lines carry the record's fields

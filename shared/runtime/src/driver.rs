@@ -2,7 +2,7 @@
 //! event and commits the step, calls the actions, routes their errors, creates spawned
 //! regions, relays the outbox, delivers timeouts and broadcasts to regions.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -322,19 +322,19 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
 
     /// Drive deferred work to quiescence: create pending regions, deliver pending outbox
     /// events (deduped). Reads the durable store, so an interrupted relay resumes. Returns
-    /// whether it found anything to do: if not, no execution changed since the caller's
-    /// commit, and the caller's copy is what the store holds.
-    pub async fn flush(&self) -> Result<bool, RuntimeError> {
-        let mut delivered = false;
+    /// the executions it committed a step of (an execution not among them is as its caller
+    /// last committed it: no need to read it back).
+    pub async fn flush(&self) -> Result<BTreeSet<SmolStr>, RuntimeError> {
+        let mut touched = BTreeSet::new();
         loop {
             let spawns = self.store.pending_spawns().await?;
             let outbox = self.store.pending_outbox().await?;
             if spawns.is_empty() && outbox.is_empty() {
-                return Ok(delivered);
+                return Ok(touched);
             }
-            delivered = true;
             for s in &spawns {
                 self.create_spawn(s).await?;
+                touched.insert(s.child_id.clone());
             }
             for s in &spawns {
                 self.store.ack_spawn(s.seq).await?;
@@ -344,6 +344,7 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
                     if let Some(mut target) = self.store.load(target_id).await? {
                         if !self.store.is_processed(&target.id, &entry.event.id).await? {
                             self.apply_event(&mut target, &entry.event).await?;
+                            touched.insert(target.id.clone());
                         }
                     }
                 }
@@ -394,9 +395,13 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
     }
 
     /// Process one event for `exe`: a domain event goes to its live regions when it has any
-    /// (and restarts its `ttl`), anything else to `exe` itself; then relay.
-    /// Returns whether the relay then delivered anything (see [`Driver::flush`]).
-    pub async fn inject(&self, exe: &mut Execution, event: &Event) -> Result<bool, RuntimeError> {
+    /// (and restarts its `ttl`), anything else to `exe` itself; then relay. Returns what the
+    /// relay committed a step of ([`Driver::flush`]).
+    pub async fn inject(
+        &self,
+        exe: &mut Execution,
+        event: &Event,
+    ) -> Result<BTreeSet<SmolStr>, RuntimeError> {
         let mut live = Vec::new();
         for (cid, cs) in &exe.children {
             if !cs.finished && !cs.submachine {

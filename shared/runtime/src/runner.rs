@@ -140,14 +140,19 @@ impl<S: ExecutionStore> DurableRunner<S> {
         exe.context = context;
         let driver = self.driver();
         driver.run_step(&mut exe, StepKind::Start).await?;
-        self.settled(exe, driver.flush().await?).await
+        let touched = driver.flush().await?;
+        self.current(exe, &touched).await
     }
 
-    /// What a step returns: the caller's committed copy, unless the relay's deliveries since
-    /// may have changed it (a child's `Finished`, an emit to itself): then the stored one.
-    /// harel reloads every time; one `GetItem` a step saved.
-    async fn settled(&self, exe: Execution, delivered: bool) -> Result<Execution, RuntimeError> {
-        if delivered {
+    /// `exe` as committed, read back only when the relay committed a later step of it (an
+    /// event it emitted to itself, a region's verdict): one GetItem a step less than
+    /// reading it back always.
+    async fn current(
+        &self,
+        exe: Execution,
+        touched: &std::collections::BTreeSet<harel_model::SmolStr>,
+    ) -> Result<Execution, RuntimeError> {
+        if touched.contains(&exe.id) {
             self.loaded(&exe.id).await
         } else {
             Ok(exe)
@@ -165,8 +170,8 @@ impl<S: ExecutionStore> DurableRunner<S> {
         let driver = self.driver();
         let defn = driver.definition_for(&exe)?;
         check_event(&defn.events, &event.kind, &event.data)?;
-        let delivered = driver.inject(&mut exe, event).await?;
-        self.settled(exe, delivered).await
+        let touched = driver.inject(&mut exe, event).await?;
+        self.current(exe, &touched).await
     }
 
     /// One step of `exe` committed, without the relay (what a queue worker does with one
@@ -191,7 +196,7 @@ impl<S: ExecutionStore> DurableRunner<S> {
 
     /// Drain what an interrupted relay left (pending spawns and outbox entries).
     pub async fn recover(&self) -> Result<(), RuntimeError> {
-        self.driver().flush().await.map(drop)
+        self.driver().flush().await.map(|_| ())
     }
 
     /// The Definition the control plane decides against: the execution's own.

@@ -1,0 +1,260 @@
+//! `sam local invoke Worker -e events/worker-create.json` for real: the SAM CLI, a Docker
+//! engine, SAM's Runtime Interface Emulator and the worker binary, against a moto server on
+//! this host, wired only through what the template declares (HAREL_ENDPOINT_URL and the
+//! rest, from an env.json like events/env.json) and `--add-host host.docker.internal:host-gateway`.
+//!
+//! The Lambda base image cannot be pulled here: scripts/sam-local-image.sh builds a local one
+//! (busybox, the host's C libraries for the binary, the CA bundle) that `--invoke-image`
+//! names, with `--skip-pull-image`. The binary is the debug build of harel-worker (a release
+//! `sam build` takes about half an hour on this machine), mounted as the function's code.
+//! Without a Docker engine (or busybox-static) the test says so and skips.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod tools;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the workspace")
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn skip(why: &str) {
+    eprintln!("SKIPPED: sam local invoke: {why}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("0.0.0.0:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// A moto server on every interface (the container reaches it through the bridge's gateway).
+fn moto_on_all_interfaces() -> (Killed, u16) {
+    let venv = Command::new("bash")
+        .arg(root().join("scripts/python-env.sh"))
+        .output()
+        .expect("python-env.sh runs");
+    assert!(
+        venv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&venv.stderr)
+    );
+    let venv = PathBuf::from(String::from_utf8_lossy(&venv.stdout).trim());
+    let port = free_port();
+    let child = Command::new(venv.join("bin/moto_server"))
+        .args(["-H", "0.0.0.0", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("moto_server starts");
+    let killed = Killed(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "moto did not start on {port}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    (killed, port)
+}
+
+/// The worker's binary, built for this host (the debug profile, in this build's target dir).
+fn worker_binary() -> PathBuf {
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root().join("target"));
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "harel-worker"])
+        .current_dir(root())
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join("debug/worker")
+}
+
+/// template.yaml with each function's code in its own directory under `dir` (what
+/// `sam build` makes of it), the worker's holding `bootstrap`.
+fn build_dir(dir: &Path, bootstrap: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(root().join("template.yaml")).expect("template");
+    let mut out = Vec::new();
+    let mut function = None;
+    for line in text.lines() {
+        for f in ["Worker", "Relay", "Sweeper"] {
+            if line == format!("  {f}:") {
+                function = Some(f.to_ascii_lowercase());
+            }
+        }
+        match (&function, line.trim()) {
+            (Some(f), "CodeUri: ./") => out.push(line.replace("./", &format!("{f}/"))),
+            _ => out.push(line.to_string()),
+        }
+    }
+    for f in ["worker", "relay", "sweeper"] {
+        std::fs::create_dir_all(dir.join(f)).expect("mkdir");
+    }
+    std::fs::copy(bootstrap, dir.join("worker/bootstrap")).expect("copy the binary");
+    let template = dir.join("template.yaml");
+    std::fs::write(&template, out.join("\n")).expect("write the template");
+    template
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sam_local_invoke_runs_the_worker_against_moto() {
+    let docker = Command::new("docker").arg("info").output();
+    if !docker.as_ref().is_ok_and(|o| o.status.success()) {
+        return skip(
+            "no Docker engine (docker info failed): apt-get install docker.io, start dockerd",
+        );
+    }
+    let Some((_, sam_bin)) = tools::lambda_tools() else {
+        return;
+    };
+    let bootstrap = worker_binary();
+    let image = Command::new("bash")
+        .arg(root().join("scripts/sam-local-image.sh"))
+        .arg(&bootstrap)
+        .output()
+        .expect("sam-local-image.sh runs");
+    if !image.status.success() {
+        return skip(&String::from_utf8_lossy(&image.stderr));
+    }
+    let image = String::from_utf8_lossy(&image.stdout).trim().to_string();
+
+    let (_moto, port) = moto_on_all_interfaces();
+    let host_endpoint = format!("http://127.0.0.1:{port}");
+    let prefix = format!("sl{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let queue = |name: &str| format!("{host_endpoint}/123456789012/{name}");
+    let vars = [
+        ("HAREL_TABLE_PREFIX", prefix.clone()),
+        ("HAREL_QUEUE_URL", queue(&format!("{prefix}.fifo"))),
+        ("HAREL_DLQ_URL", queue(&format!("{prefix}-dlq.fifo"))),
+        ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
+    ];
+    let setup = Command::new(env!("CARGO_BIN_EXE_local-setup"))
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("AWS_ENDPOINT_URL", &host_endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .output()
+        .expect("local-setup runs");
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+
+    // events/env.json's shape, on this server: only variables the template declares
+    let dir = std::env::temp_dir().join(format!("harel-sam-local-{prefix}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut worker: serde_json::Map<String, serde_json::Value> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::from(v.as_str())))
+        .collect();
+    worker.insert(
+        "HAREL_ENDPOINT_URL".into(),
+        format!("http://host.docker.internal:{port}").into(),
+    );
+    worker.insert("HAREL_SWEEPER_FUNCTION".into(), "".into());
+    let env_json = dir.join("env.json");
+    std::fs::write(
+        &env_json,
+        serde_json::json!({ "Worker": worker }).to_string(),
+    )
+    .expect("env");
+    let template = build_dir(&dir, &bootstrap);
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "x86_64"
+    };
+
+    let out = Command::new(sam_bin.join("sam"))
+        .args(["local", "invoke", "Worker", "--template"])
+        .arg(&template)
+        .args(["--event"])
+        .arg(root().join("events/worker-create.json"))
+        .args(["--env-vars"])
+        .arg(&env_json)
+        .args([
+            "--skip-pull-image",
+            "--invoke-image",
+            &image,
+            "--add-host",
+            "host.docker.internal:host-gateway",
+            "--parameter-overrides",
+            &format!("Architecture={arch}"),
+        ])
+        .current_dir(&dir)
+        .env("SAM_CLI_TELEMETRY", "0")
+        // the credentials SAM hands the container (moto accepts any)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .expect("sam runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "sam local invoke failed:\n{stdout}\n{stderr}"
+    );
+    let answer: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_else(|| panic!("no answer:\n{stdout}\n{stderr}")),
+    )
+    .expect("the worker's answer is JSON");
+    assert_eq!(
+        answer,
+        serde_json::json!({"batchItemFailures": []}),
+        "{stdout}\n{stderr}"
+    );
+    // the function's own lines, Powertools' keys included, through SAM's log capture
+    let ready = stderr
+        .lines()
+        .chain(stdout.lines())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|l| l["message"] == "batch done")
+        .unwrap_or_else(|| panic!("no batch done line:\n{stderr}"));
+    assert_eq!(ready["cold_start"], true, "{ready}");
+    assert_eq!(ready["records"], 1, "{ready}");
+
+    // the execution is in moto's tables: the local invoke never went anywhere else
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(&host_endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "testing", "testing", None, None, "test",
+        ))
+        .load()
+        .await;
+    let store = harel_dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
+        .expect("prefix");
+    let exe = harel_store::ExecutionStore::load(&store, "order-1")
+        .await
+        .expect("load")
+        .expect("the worker created order-1 on moto");
+    assert_eq!(exe.definition_id, "Order");
+}
