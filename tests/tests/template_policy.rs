@@ -146,9 +146,10 @@ fn unconditioned(statement: Value) -> Value {
             .get(1)
             .cloned()
             .expect("an !If with a statement"),
-        Value::Mapping(m) if m.len() == 1 && m.contains_key("Fn::If") => {
-            list(m.get("Fn::If")).get(1).cloned().expect("an Fn::If with a statement")
-        }
+        Value::Mapping(m) if m.len() == 1 && m.contains_key("Fn::If") => list(m.get("Fn::If"))
+            .get(1)
+            .cloned()
+            .expect("an Fn::If with a statement"),
         other => other,
     }
 }
