@@ -5,7 +5,8 @@ mappings, schedules and invoke configs they become. Prints the expanded template
 
   .venv-sam/bin/python scripts/sam-translate.py [template.yaml]
 
-The CodeUri of each function is first replaced by an S3 object, as `sam deploy` packages it;
+The CodeUri of each function and the ContentUri of each layer are first replaced by S3
+objects, as `sam deploy` packages them;
 a template that needs an AWS managed policy (SAM would look it up in IAM) is refused, since
 what such a policy grants cannot be read here. Used by tests/tests/template_policy.rs.
 """
@@ -22,6 +23,8 @@ with open(path) as f:
 for resource in template.get("Resources", {}).values():
     if resource.get("Type") == "AWS::Serverless::Function":
         resource["Properties"]["CodeUri"] = "s3://artifacts/code.zip"
+    if resource.get("Type") == "AWS::Serverless::LayerVersion":
+        resource["Properties"]["ContentUri"] = "s3://artifacts/layer.zip"
 
 
 class NoManagedPolicies:

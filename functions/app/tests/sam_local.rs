@@ -90,6 +90,19 @@ fn worker_binary() -> PathBuf {
     target.join("debug/worker")
 }
 
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
 /// template.yaml with each function's code in its own directory under `dir` (what
 /// `sam build` makes of it), the worker's holding `bootstrap`.
 fn build_dir(dir: &Path, bootstrap: &Path) -> PathBuf {
@@ -111,6 +124,8 @@ fn build_dir(dir: &Path, bootstrap: &Path) -> PathBuf {
         std::fs::create_dir_all(dir.join(f)).expect("mkdir");
     }
     std::fs::copy(bootstrap, dir.join("worker/bootstrap")).expect("copy the binary");
+    // the MachinesLayer's content (mounted at /opt: HAREL_DEFINITIONS_DIR=/opt/machines)
+    copy_tree(&root().join("machines-layer"), &dir.join("machines-layer"));
     let template = dir.join("template.yaml");
     std::fs::write(&template, out.join("\n")).expect("write the template");
     template

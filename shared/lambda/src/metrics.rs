@@ -700,7 +700,7 @@ mod tests {
         assert_eq!(action["Function"], json!("worker"));
         assert_eq!(
             action["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
-            json!([["Function", "Action"]])
+            json!([["service", "Function", "Action"]])
         );
         assert_eq!(action["RemoteCalls"], json!(2.0));
         assert_eq!(action["RemoteErrors"], json!(1.0));
