@@ -664,6 +664,9 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
     assert!(scan.status.success());
     has(&text(&scan.stdout), "split-8");
     has(&text(&scan.stderr), "scan: page 1,");
+    let scan = stack.harel(&["purge", "--older-than", "0s", "--scan", "--dry-run"]);
+    has(&text(&scan.stdout), "would purge: ");
+    has(&text(&scan.stderr), "scan: page 1,");
     let bad = stack.harel(&["purge", "--older-than", "3x"]);
     assert_eq!(bad.status.code(), Some(2));
     has(&text(&bad.stderr), "invalid age \"3x\"");

@@ -94,7 +94,15 @@ pub async fn execute(args: PurgeArgs) -> anyhow::Result<ExitCode> {
     if args.store == Some(StoreKind::Memory) {
         bail!("the in-memory store keeps nothing between commands: purge a durable store (--store dynamodb --table-prefix P)");
     }
-    let stack = args.stack.connect().await?;
+    let mut stack = args.stack.connect().await?;
+    if args.scan {
+        // a Scan reads the whole table: say how far it is, as `harel list --scan` does
+        stack
+            .store
+            .set_scan_progress(std::sync::Arc::new(|pages, items| {
+                eprintln!("scan: page {pages}, {items} executions read");
+            }));
+    }
     let statuses = if args.statuses.is_empty() {
         vec![Status::Done, Status::Cancelled]
     } else {
