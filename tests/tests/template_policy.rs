@@ -249,6 +249,16 @@ const WORKER: &[(&str, &str, &str)] = &[
         "remote actions: the action map's lambda: targets (harel-remote)",
     ),
     (
+        "GetParameter",
+        "RemoteActionParameters",
+        "remote actions' ssm: header values, read at cold start (harel-remote Secrets)",
+    ),
+    (
+        "GetSecretValue",
+        "RemoteActionSecrets",
+        "remote actions' secretsmanager: header values, read at cold start",
+    ),
+    (
         "SendMessage",
         "DeadLetterQueue",
         "dead letters with their reason",
@@ -311,6 +321,16 @@ const RELAY: &[(&str, &str, &str)] = &[
         "RemoteActionFunctions",
         "remote actions in a child's start (harel-remote)",
     ),
+    (
+        "GetParameter",
+        "RemoteActionParameters",
+        "remote actions' ssm: header values, read at cold start",
+    ),
+    (
+        "GetSecretValue",
+        "RemoteActionSecrets",
+        "remote actions' secretsmanager: header values, read at cold start",
+    ),
 ];
 
 const SWEEPER: &[(&str, &str, &str)] = &[
@@ -338,6 +358,8 @@ fn iam_action(op: &str) -> String {
         "TransactWriteItems:Delete" => "dynamodb:DeleteItem".into(),
         "SendMessageBatch" => "sqs:SendMessage".into(),
         "Invoke" => "lambda:InvokeFunction".into(),
+        "GetParameter" => "ssm:GetParameter".into(),
+        "GetSecretValue" => "secretsmanager:GetSecretValue".into(),
         op if matches!(
             op,
             "SendMessage"
@@ -413,6 +435,8 @@ fn sdk_calls(dir: &Path, found: &mut BTreeMap<String, BTreeSet<String>>) {
         "set_queue_attributes",
         "invoke",
         "update_table",
+        "get_parameter",
+        "get_secret_value",
     ];
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -507,60 +531,88 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
 }
 
 /// Remote actions: the worker and the relay may invoke the functions the deployment lists in
-/// `RemoteActionFunctions` (the action map's Lambda targets), nothing when it is empty (the
-/// default), and only `lambda:InvokeFunction`; the sweeper runs no action.
+/// `RemoteActionFunctions` (the action map's Lambda targets), read the parameters of
+/// `RemoteActionParameters` and the secrets of `RemoteActionSecrets` (its `ssm:` and
+/// `secretsmanager:` header values), nothing when a list is empty (the default), and only
+/// the one action each; the sweeper runs no action and reads no header value.
 #[test]
 fn remote_actions_grant_only_the_listed_functions() {
     let t = template();
-    let parameter = t
-        .get("Parameters")
-        .and_then(|p| p.get("RemoteActionFunctions"))
-        .expect("the RemoteActionFunctions parameter");
-    assert_eq!(parameter.get("Default").map(str_of).as_deref(), Some(""));
-    let condition = format!(
-        "{:?}",
-        t.get("Conditions")
-            .and_then(|c| c.get("HasRemoteActions"))
-            .expect("the HasRemoteActions condition")
-    );
-    assert!(condition.contains("RemoteActionFunctions"), "{condition}");
-    for function in ["Worker", "Relay", "Sweeper"] {
-        let f = resources(&t).get(function).expect("the function");
-        let conditioned: Vec<Value> = list(f.get("Properties").and_then(|p| p.get("Policies")))
-            .iter()
-            .flat_map(|p| list(p.get("Statement")))
-            .filter_map(|s| match s {
-                Value::Tagged(tag) if tag.tag == "If" => Some(tag.value.clone()),
-                _ => None,
-            })
-            .collect();
-        let remote: Vec<&Value> = conditioned
-            .iter()
-            .filter(|v| format!("{v:?}").contains("RemoteActionFunctions"))
-            .collect();
-        if function == "Sweeper" {
-            assert!(remote.is_empty(), "the sweeper runs no action");
-            continue;
-        }
-        assert_eq!(remote.len(), 1, "{function}: one remote actions statement");
-        let parts = list(Some(remote[0]));
-        assert_eq!(str_of(&parts[0]), "HasRemoteActions", "{function}");
-        let statement = &parts[1];
+    for (list_parameter, condition_name, action) in [
+        (
+            "RemoteActionFunctions",
+            "HasRemoteActions",
+            "lambda:InvokeFunction",
+        ),
+        (
+            "RemoteActionParameters",
+            "HasRemoteParameters",
+            "ssm:GetParameter",
+        ),
+        (
+            "RemoteActionSecrets",
+            "HasRemoteSecrets",
+            "secretsmanager:GetSecretValue",
+        ),
+    ] {
+        let parameter = t
+            .get("Parameters")
+            .and_then(|p| p.get(list_parameter))
+            .unwrap_or_else(|| panic!("the {list_parameter} parameter"));
+        assert_eq!(parameter.get("Default").map(str_of).as_deref(), Some(""));
         assert_eq!(
-            list(statement.get("Action"))
+            parameter.get("Type").map(str_of).as_deref(),
+            Some("CommaDelimitedList")
+        );
+        let condition = format!(
+            "{:?}",
+            t.get("Conditions")
+                .and_then(|c| c.get(condition_name))
+                .unwrap_or_else(|| panic!("the {condition_name} condition"))
+        );
+        assert!(condition.contains(list_parameter), "{condition}");
+        for function in ["Worker", "Relay", "Sweeper"] {
+            let f = resources(&t).get(function).expect("the function");
+            let conditioned: Vec<Value> = list(f.get("Properties").and_then(|p| p.get("Policies")))
                 .iter()
-                .map(str_of)
-                .collect::<Vec<_>>(),
-            vec!["lambda:InvokeFunction"]
-        );
-        assert_eq!(
-            statement.get("Resource").map(resource_ref).as_deref(),
-            Some("RemoteActionFunctions")
-        );
-        assert!(
-            format!("{:?}", parts[2]).contains("AWS::NoValue"),
-            "{function}: no grant at all without the parameter"
-        );
+                .flat_map(|p| list(p.get("Statement")))
+                .filter_map(|s| match s {
+                    Value::Tagged(tag) if tag.tag == "If" => Some(tag.value.clone()),
+                    _ => None,
+                })
+                .collect();
+            let remote: Vec<&Value> = conditioned
+                .iter()
+                .filter(|v| format!("{v:?}").contains(list_parameter))
+                .collect();
+            if function == "Sweeper" {
+                assert!(remote.is_empty(), "the sweeper runs no action");
+                continue;
+            }
+            assert_eq!(
+                remote.len(),
+                1,
+                "{function}: one statement for {list_parameter}"
+            );
+            let parts = list(Some(remote[0]));
+            assert_eq!(str_of(&parts[0]), condition_name, "{function}");
+            let statement = &parts[1];
+            assert_eq!(
+                list(statement.get("Action"))
+                    .iter()
+                    .map(str_of)
+                    .collect::<Vec<_>>(),
+                vec![action]
+            );
+            assert_eq!(
+                statement.get("Resource").map(resource_ref).as_deref(),
+                Some(list_parameter)
+            );
+            assert!(
+                format!("{:?}", parts[2]).contains("AWS::NoValue"),
+                "{function}: no grant at all without {list_parameter}"
+            );
+        }
     }
 }
 
