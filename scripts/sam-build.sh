@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `sam build` of the three functions, offline: cargo-lambda and zig (and the SAM CLI) from the
+# `sam build` of the functions (worker, relay, sweeper and the example action `charge`), offline: cargo-lambda and zig (and the SAM CLI) from the
 # Python index (scripts/install-lambda-tools.sh). Builds for arm64, the template's default,
 # when the aarch64 standard library is installed (rustup target add aarch64-unknown-linux-gnu),
 # else for x86_64 (samconfig.toml's `x86` environment). Extra arguments go to `sam build`.

@@ -616,6 +616,47 @@ fn remote_actions_grant_only_the_listed_functions() {
     }
 }
 
+/// The example remote action (`ChargeFunction`, functions/charge) calls nothing: no policy of
+/// its own (SAM's basic execution role: logs), built from the `charge` binary of the
+/// workspace, named so an action map can bind it (`lambda:${TablePrefix}-charge`).
+#[test]
+fn the_example_action_function_has_only_logs() {
+    let t = template();
+    let f = resources(&t)
+        .get("ChargeFunction")
+        .expect("the ChargeFunction");
+    let props = f.get("Properties").expect("properties");
+    assert!(
+        props.get("Policies").is_none() && props.get("Role").is_none(),
+        "the example action calls nothing: no policy, no role of its own"
+    );
+    assert!(props.get("Events").is_none(), "invoked by the worker only");
+    assert_eq!(
+        format!("{:?}", props.get("FunctionName").expect("a fixed name")),
+        format!(
+            "{:?}",
+            Value::Tagged(Box::new(serde_yaml_ng::value::TaggedValue {
+                tag: serde_yaml_ng::value::Tag::new("Sub"),
+                value: Value::String("${TablePrefix}-charge".into()),
+            }))
+        )
+    );
+    let binary = f
+        .get("Metadata")
+        .and_then(|m| m.get("BuildProperties"))
+        .and_then(|b| b.get("Binary"))
+        .map(str_of);
+    assert_eq!(binary.as_deref(), Some("charge"));
+    let manifest = std::fs::read_to_string(root().join("functions/charge/Cargo.toml"))
+        .expect("functions/charge");
+    assert!(manifest.contains("name = \"charge\""), "{manifest}");
+    let workspace = std::fs::read_to_string(root().join("Cargo.toml")).expect("Cargo.toml");
+    assert!(
+        workspace.contains("\"functions/charge\""),
+        "a workspace member"
+    );
+}
+
 #[test]
 fn queues_and_tables_are_encrypted_and_dead_letters_kept_14_days() {
     let t = template();
