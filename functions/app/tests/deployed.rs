@@ -228,3 +228,31 @@ fn a_broken_machine_or_map_stops_the_cold_start() {
         std::fs::remove_dir_all(dir).ok();
     }
 }
+
+/// A header value from SSM that cannot be read stops the worker's and relay's cold start,
+/// naming the action and the reference; the sweeper (which runs no action and has no grant
+/// to read it) boots without reading it. On moto.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreadable_header_parameter_stops_the_cold_start_but_not_the_sweepers() {
+    let sdk = harel_testkit::sdk_config().await;
+    let missing = format!("/{}/token", harel_testkit::unique_prefix("deployed"));
+    let map = json!({
+        "billing.route": "http://127.0.0.1:9/r",
+        "billing.charge": {"target": "http://127.0.0.1:9/c",
+                           "headers": {"Authorization": format!("ssm:{missing}")}},
+    });
+    let dir = machines_dir("ssm", &[("actions.json", map.to_string())]);
+    let err = match driver_with(Some(&dir), None, Some(&sdk), true).await {
+        Ok(_) => panic!("the worker booted without its header value"),
+        Err(e) => e.to_string(),
+    };
+    assert_eq!(
+        err,
+        format!("remote actions: action \"billing.charge\": header \"Authorization\": cannot read ssm:{missing}: no such parameter")
+    );
+    let (driver, _) = driver_with(Some(&dir), None, Some(&sdk), false)
+        .await
+        .expect("the sweeper boots");
+    assert!(driver.machine_ids().any(|m| m == "Invoice"));
+    std::fs::remove_dir_all(dir).ok();
+}
