@@ -12,6 +12,10 @@
 //! context too large are action errors (the machine's `on error`, else FAILED). The step's
 //! idempotency key (`{execution}:{event id | start}:{index}:{action}`, harel's
 //! `_ActionKeys`) travels as `idempotency_key`: a retried step sends the same one.
+//!
+//! HTTP header values come from the map's text, the environment (`env:`), SSM Parameter
+//! Store (`ssm:`) or Secrets Manager (`secretsmanager:`): [`Secrets::resolve`] reads the AWS
+//! ones once (a function's cold start) and [`bind`] takes them; only references are shown.
 
 pub mod client;
 pub mod contract;
