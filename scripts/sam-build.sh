@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `sam build` of the three functions, offline: cargo-lambda and zig (and the SAM CLI) from the
-# Python index (scripts/install-lambda-tools.sh), for the architecture the stack deploys:
+# `sam build` of the functions (worker, relay, sweeper and the example action `charge`),
+# offline: cargo-lambda and zig (and the SAM CLI) from the Python index
+# (scripts/install-lambda-tools.sh), for the architecture the stack deploys:
 #   scripts/sam-build.sh [--config-env ENV] [sam build arguments...]
 # ENV is a samconfig.toml environment (default: `default`, arm64; `x86`: x86_64). The build
 # refuses, before compiling anything, when ENV's build and deploy parameters name different

@@ -320,3 +320,38 @@ fn actions_map_calls_remote_functions() {
         stderr(&out)
     );
 }
+
+/// `--actions` with an `ssm:` header value: read from SSM Parameter Store (the moto server of
+/// `scripts/with-moto.sh`) before anything runs; one that cannot be read stops the run,
+/// naming the action, the header and the reference.
+#[test]
+fn actions_map_header_from_ssm_is_read_before_the_run() {
+    // needs the moto server: fails saying so outside scripts/with-moto.sh
+    harel_testkit::endpoint();
+    let missing = format!("/{}/key", harel_testkit::unique_prefix("cli"));
+    let map = machine(
+        "ssm.json",
+        &serde_json::json!({
+            "billing.route": "http://127.0.0.1:9/r",
+            "billing.charge": {"target": "http://127.0.0.1:9/c",
+                               "headers": {"X-Api-Key": format!("ssm:{missing}")}},
+        })
+        .to_string(),
+    );
+    let out = run(&[
+        "functions/app/tests/deployed/invoice.stm",
+        "-e",
+        "Settle",
+        "--actions",
+        &map.display().to_string(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(&format!(
+            "action \"billing.charge\": header \"X-Api-Key\": cannot read ssm:{missing}: no such parameter"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty(), "nothing ran");
+}

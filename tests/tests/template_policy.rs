@@ -348,6 +348,16 @@ const WORKER: &[(&str, &str, &str)] = &[
         "remote actions: the action map's lambda: targets (harel-remote)",
     ),
     (
+        "GetParameter",
+        "RemoteActionParameters",
+        "remote actions' ssm: header values, read at cold start (harel-remote Secrets)",
+    ),
+    (
+        "GetSecretValue",
+        "RemoteActionSecrets",
+        "remote actions' secretsmanager: header values, read at cold start",
+    ),
+    (
         "SendMessage",
         "DeadLetterQueue",
         "dead letters with their reason",
@@ -410,6 +420,16 @@ const RELAY: &[(&str, &str, &str)] = &[
         "RemoteActionFunctions",
         "remote actions in a child's start (harel-remote)",
     ),
+    (
+        "GetParameter",
+        "RemoteActionParameters",
+        "remote actions' ssm: header values, read at cold start",
+    ),
+    (
+        "GetSecretValue",
+        "RemoteActionSecrets",
+        "remote actions' secretsmanager: header values, read at cold start",
+    ),
 ];
 
 const SWEEPER: &[(&str, &str, &str)] = &[
@@ -437,6 +457,8 @@ fn iam_action(op: &str) -> String {
         "TransactWriteItems:Delete" => "dynamodb:DeleteItem".into(),
         "SendMessageBatch" => "sqs:SendMessage".into(),
         "Invoke" => "lambda:InvokeFunction".into(),
+        "GetParameter" => "ssm:GetParameter".into(),
+        "GetSecretValue" => "secretsmanager:GetSecretValue".into(),
         "CreateLogStream" | "PutLogEvents" => format!("logs:{op}"),
         "PutTraceSegments" | "PutTelemetryRecords" => format!("xray:{op}"),
         op if matches!(
@@ -543,6 +565,8 @@ fn sdk_calls(dir: &Path, found: &mut BTreeMap<String, BTreeSet<String>>) {
         "set_queue_attributes",
         "invoke",
         "update_table",
+        "get_parameter",
+        "get_secret_value",
     ];
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -791,6 +815,7 @@ fn no_deployed_role_grants_a_wildcard_resource() {
     assert_eq!(
         roles,
         [
+            "ChargeRole",
             "RelayRole",
             "RelayTickRole",
             "SweeperRole",
@@ -1257,58 +1282,134 @@ fn env_json_sets_only_declared_variables() {
 }
 
 /// Remote actions: the worker and the relay may invoke the functions the deployment lists in
-/// `RemoteActionFunctions` (the action map's Lambda targets), nothing when it is empty (the
-/// default), and only `lambda:InvokeFunction`; the sweeper runs no action.
+/// `RemoteActionFunctions` (the action map's Lambda targets), read the parameters of
+/// `RemoteActionParameters` and the secrets of `RemoteActionSecrets` (its `ssm:` and
+/// `secretsmanager:` header values), nothing when a list is empty (the default), and only
+/// the one action each; the sweeper runs no action and reads no header value.
 #[test]
 fn remote_actions_grant_only_the_listed_functions() {
     let t = template();
-    let parameter = t
-        .get("Parameters")
-        .and_then(|p| p.get("RemoteActionFunctions"))
-        .expect("the RemoteActionFunctions parameter");
-    assert_eq!(parameter.get("Default").map(str_of).as_deref(), Some(""));
-    let condition = format!(
-        "{:?}",
-        t.get("Conditions")
-            .and_then(|c| c.get("HasRemoteActions"))
-            .expect("the HasRemoteActions condition")
-    );
-    assert!(condition.contains("RemoteActionFunctions"), "{condition}");
-    for function in ["Worker", "Relay", "Sweeper"] {
-        let role = role_of(&t, function);
-        let conditioned: Vec<Value> = raw_statements(&t, &role)
-            .into_iter()
-            .filter_map(|s| match s {
-                Value::Tagged(tag) if tag.tag == "If" => Some(tag.value.clone()),
-                _ => None,
-            })
-            .collect();
-        let remote: Vec<&Value> = conditioned
-            .iter()
-            .filter(|v| format!("{v:?}").contains("RemoteActionFunctions"))
-            .collect();
-        if function == "Sweeper" {
-            assert!(remote.is_empty(), "the sweeper runs no action");
-            continue;
-        }
-        assert_eq!(remote.len(), 1, "{function}: one remote actions statement");
-        let parts = list(Some(remote[0]));
-        assert_eq!(str_of(&parts[0]), "HasRemoteActions", "{function}");
-        let statement = &parts[1];
+    for (list_parameter, condition_name, action) in [
+        (
+            "RemoteActionFunctions",
+            "HasRemoteActions",
+            "lambda:InvokeFunction",
+        ),
+        (
+            "RemoteActionParameters",
+            "HasRemoteParameters",
+            "ssm:GetParameter",
+        ),
+        (
+            "RemoteActionSecrets",
+            "HasRemoteSecrets",
+            "secretsmanager:GetSecretValue",
+        ),
+    ] {
+        let parameter = t
+            .get("Parameters")
+            .and_then(|p| p.get(list_parameter))
+            .unwrap_or_else(|| panic!("the {list_parameter} parameter"));
+        assert_eq!(parameter.get("Default").map(str_of).as_deref(), Some(""));
         assert_eq!(
-            list(statement.get("Action"))
+            parameter.get("Type").map(str_of).as_deref(),
+            Some("CommaDelimitedList")
+        );
+        let condition = format!(
+            "{:?}",
+            t.get("Conditions")
+                .and_then(|c| c.get(condition_name))
+                .unwrap_or_else(|| panic!("the {condition_name} condition"))
+        );
+        assert!(condition.contains(list_parameter), "{condition}");
+        for function in ["Worker", "Relay", "Sweeper"] {
+            let role = role_of(&t, function);
+            let conditioned: Vec<Value> = raw_statements(&t, &role)
+                .into_iter()
+                .filter_map(|s| match s {
+                    Value::Tagged(tag) if tag.tag == "If" => Some(tag.value.clone()),
+                    _ => None,
+                })
+                .collect();
+            let remote: Vec<&Value> = conditioned
                 .iter()
-                .map(str_of)
-                .collect::<Vec<_>>(),
-            vec!["lambda:InvokeFunction"]
-        );
-        assert_eq!(
-            statement.get("Resource").map(resource_ref).as_deref(),
-            Some("RemoteActionFunctions")
-        );
-        assert!(
-            format!("{:?}", parts[2]).contains("AWS::NoValue"),
-            "{function}: no grant at all without the parameter"
-        );
+                .filter(|v| format!("{v:?}").contains(list_parameter))
+                .collect();
+            if function == "Sweeper" {
+                assert!(remote.is_empty(), "the sweeper runs no action");
+                continue;
+            }
+            assert_eq!(
+                remote.len(),
+                1,
+                "{function}: one statement for {list_parameter}"
+            );
+            let parts = list(Some(remote[0]));
+            assert_eq!(str_of(&parts[0]), condition_name, "{function}");
+            let statement = &parts[1];
+            assert_eq!(
+                list(statement.get("Action"))
+                    .iter()
+                    .map(str_of)
+                    .collect::<Vec<_>>(),
+                vec![action]
+            );
+            assert_eq!(
+                statement.get("Resource").map(resource_ref).as_deref(),
+                Some(list_parameter)
+            );
+            assert!(
+                format!("{:?}", parts[2]).contains("AWS::NoValue"),
+                "{function}: no grant at all without {list_parameter}"
+            );
+        }
     }
+}
+
+/// The example remote action (`ChargeFunction`, functions/charge) calls nothing: its role
+/// writes its own log group and X-Ray segments, nothing else; built from the `charge` binary
+/// of the workspace, named after the stack so an action map can bind it
+/// (`lambda:${AWS::StackName}-charge`).
+#[test]
+fn the_example_action_function_has_only_logs() {
+    let t = template();
+    let f = resources(&t)
+        .get("ChargeFunction")
+        .expect("the ChargeFunction");
+    let props = f.get("Properties").expect("properties");
+    assert!(props.get("Policies").is_none(), "no policy of its own");
+    assert!(props.get("Events").is_none(), "invoked by the worker only");
+    assert_eq!(
+        grants(&t, "ChargeFunction"),
+        BTreeSet::from([
+            ("logs:CreateLogStream".to_string(), "ChargeLogGroup".to_string()),
+            ("logs:PutLogEvents".to_string(), "ChargeLogGroup".to_string()),
+            ("xray:PutTraceSegments".to_string(), "*".to_string()),
+            ("xray:PutTelemetryRecords".to_string(), "*".to_string()),
+        ])
+    );
+    assert_eq!(
+        format!("{:?}", props.get("FunctionName").expect("a fixed name")),
+        format!(
+            "{:?}",
+            Value::Tagged(Box::new(serde_yaml_ng::value::TaggedValue {
+                tag: serde_yaml_ng::value::Tag::new("Sub"),
+                value: Value::String("${AWS::StackName}-charge".into()),
+            }))
+        )
+    );
+    let binary = f
+        .get("Metadata")
+        .and_then(|m| m.get("BuildProperties"))
+        .and_then(|b| b.get("Binary"))
+        .map(str_of);
+    assert_eq!(binary.as_deref(), Some("charge"));
+    let manifest = std::fs::read_to_string(root().join("functions/charge/Cargo.toml"))
+        .expect("functions/charge");
+    assert!(manifest.contains("name = \"charge\""), "{manifest}");
+    let workspace = std::fs::read_to_string(root().join("Cargo.toml")).expect("Cargo.toml");
+    assert!(
+        workspace.contains("\"functions/charge\""),
+        "a workspace member"
+    );
 }

@@ -223,9 +223,13 @@ fn registry(
                 remote.map.origin
             );
         }
-        harel_remote::bind(&mut registry, &remote.map, &remote.clients, |name| {
-            std::env::var(name).ok()
-        })?;
+        harel_remote::bind(
+            &mut registry,
+            &remote.map,
+            &remote.clients,
+            |name| std::env::var(name).ok(),
+            &remote.secrets,
+        )?;
     }
     for name in order {
         let queue = answers.remove(&name).unwrap_or_default();
@@ -253,18 +257,31 @@ fn registry(
 struct Remote {
     map: harel_remote::ActionMap,
     clients: harel_remote::Clients,
+    /// The map's `ssm:` and `secretsmanager:` header values, read once.
+    secrets: harel_remote::Secrets,
 }
 
 impl Remote {
-    /// The AWS SDK's configuration is loaded only when the map names a Lambda.
+    /// The AWS SDK's configuration is loaded only when the map names a Lambda or reads a
+    /// header value from SSM or Secrets Manager.
     async fn load(path: &std::path::Path) -> anyhow::Result<Remote> {
         let map = harel_remote::ActionMap::load(path)?;
-        let sdk = match map.lambda_targets().next() {
-            Some(_) => Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await),
-            None => None,
+        let needs_aws = map.lambda_targets().next().is_some()
+            || map
+                .bindings
+                .iter()
+                .any(|b| b.headers.iter().any(|(_, source)| source.is_aws()));
+        let sdk = match needs_aws {
+            true => Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await),
+            false => None,
         };
         let clients = harel_remote::Clients::new(sdk.as_ref());
-        Ok(Remote { map, clients })
+        let secrets = harel_remote::Secrets::resolve(&map, sdk.as_ref()).await?;
+        Ok(Remote {
+            map,
+            clients,
+            secrets,
+        })
     }
 }
 

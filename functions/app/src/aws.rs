@@ -99,11 +99,14 @@ pub fn driver() -> Result<AppDriver, BootError> {
 /// The engine with the compiled-in machines and Rust actions plus what the deployment
 /// brings: the machines of `definitions_dir` and the remote actions of the action map
 /// (`actions_file`, else the one in `definitions_dir`). Header values of the map are read
-/// from the process environment. Checked: every action a machine names must be bound.
-pub fn driver_with(
+/// from the process environment (`env:`) and from AWS (`ssm:`, `secretsmanager:`, through
+/// `sdk`; only when `runs_actions`: the sweeper runs none and has no grant to read them).
+/// Checked: every action a machine names must be bound.
+pub async fn driver_with(
     definitions_dir: Option<&Path>,
     actions_file: Option<&Path>,
     sdk: Option<&aws_config::SdkConfig>,
+    runs_actions: bool,
 ) -> Result<(AppDriver, Option<harel_remote::Clients>), BootError> {
     let mut definitions = machines::definitions()?;
     if let Some(dir) = definitions_dir {
@@ -127,9 +130,18 @@ pub fn driver_with(
     if let Some(file) = map_file {
         let map = harel_remote::ActionMap::load(&file)?;
         let clients = harel_remote::Clients::new(sdk);
-        harel_remote::bind(&mut registry, &map, &clients, |name| {
-            std::env::var(name).ok()
-        })?;
+        // `ssm:` and `secretsmanager:` header values: read once, here (cold start)
+        let secrets = match runs_actions {
+            true => harel_remote::Secrets::resolve(&map, sdk).await?,
+            false => harel_remote::Secrets::unread(),
+        };
+        harel_remote::bind(
+            &mut registry,
+            &map,
+            &clients,
+            |name| std::env::var(name).ok(),
+            &secrets,
+        )?;
         tracing::info!(
             file = %file.display(),
             actions = map.bindings.len(),
@@ -196,7 +208,10 @@ pub async fn boot_with(
         config.definitions_dir.as_deref(),
         config.actions_file.as_deref(),
         Some(sdk),
-    )?;
+        // the sweeper only fires timers: it runs no action, so reads no header secret
+        role != Role::Sweeper,
+    )
+    .await?;
     let driver = driver.with_trace(config.trace);
     // with Tracing: Active, every DynamoDB call (store, idempotency) and SQS call is an X-Ray
     // subsegment of the invocation (harel_lambda::xray); outside Lambda, plain clients

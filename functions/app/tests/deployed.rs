@@ -42,9 +42,19 @@ fn actions_json(server: &ActionServer) -> String {
     .to_string()
 }
 
+/// [`driver_with`] without AWS, from a test that has no runtime of its own.
+fn driver_now(
+    dir: Option<&Path>,
+    file: Option<&Path>,
+) -> Result<(harel_app::aws::AppDriver, Option<harel_remote::Clients>), BootError> {
+    tokio::runtime::Runtime::new()
+        .expect("a runtime")
+        .block_on(driver_with(dir, file, None, true))
+}
+
 /// Why the functions would not start with `dir`'s machines and map.
 fn boot_error(dir: Option<&PathBuf>) -> BootError {
-    match driver_with(dir.map(PathBuf::as_path), None, None) {
+    match driver_now(dir.map(PathBuf::as_path), None) {
         Ok(_) => panic!("the functions booted"),
         Err(e) => e,
     }
@@ -154,7 +164,7 @@ fn an_action_bound_nowhere_stops_the_cold_start() {
         json!({"billing.route": "http://127.0.0.1:9/r", "billing.charge": "http://127.0.0.1:9/c"});
     let file = bare.join("elsewhere.json");
     std::fs::write(&file, full.to_string()).expect("write");
-    let (driver, remote) = driver_with(Some(&dir), Some(&file), None).expect("boots");
+    let (driver, remote) = driver_now(Some(&dir), Some(&file)).expect("boots");
     assert!(remote.is_some());
     assert!(driver.machine_ids().any(|m| m == "Invoice"));
     assert!(
@@ -217,4 +227,32 @@ fn a_broken_machine_or_map_stops_the_cold_start() {
         }
         std::fs::remove_dir_all(dir).ok();
     }
+}
+
+/// A header value from SSM that cannot be read stops the worker's and relay's cold start,
+/// naming the action and the reference; the sweeper (which runs no action and has no grant
+/// to read it) boots without reading it. On moto.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreadable_header_parameter_stops_the_cold_start_but_not_the_sweepers() {
+    let sdk = harel_testkit::sdk_config().await;
+    let missing = format!("/{}/token", harel_testkit::unique_prefix("deployed"));
+    let map = json!({
+        "billing.route": "http://127.0.0.1:9/r",
+        "billing.charge": {"target": "http://127.0.0.1:9/c",
+                           "headers": {"Authorization": format!("ssm:{missing}")}},
+    });
+    let dir = machines_dir("ssm", &[("actions.json", map.to_string())]);
+    let err = match driver_with(Some(&dir), None, Some(&sdk), true).await {
+        Ok(_) => panic!("the worker booted without its header value"),
+        Err(e) => e.to_string(),
+    };
+    assert_eq!(
+        err,
+        format!("remote actions: action \"billing.charge\": header \"Authorization\": cannot read ssm:{missing}: no such parameter")
+    );
+    let (driver, _) = driver_with(Some(&dir), None, Some(&sdk), false)
+        .await
+        .expect("the sweeper boots");
+    assert!(driver.machine_ids().any(|m| m == "Invoice"));
+    std::fs::remove_dir_all(dir).ok();
 }

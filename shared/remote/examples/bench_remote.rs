@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use harel_model::Event;
-use harel_remote::{bind, ActionMap, Clients, Format};
+use harel_remote::{bind, ActionMap, Clients, Format, Secrets};
 use harel_runtime::{ActionRegistry, DurableRunner};
 use harel_store::MemoryStore;
 use harel_testkit::ActionServer;
@@ -68,7 +68,7 @@ async fn remote(name: &'static str, target: String, clients: Clients, steps: usi
     )
     .expect("map");
     let mut registry = ActionRegistry::with_stdlib();
-    bind(&mut registry, &map, &clients, |_| None).expect("bound");
+    bind(&mut registry, &map, &clients, |_| None, &Secrets::none()).expect("bound");
     // one warm-up step off the books (the connection, the Python side's first import)
     drive(registry.clone(), 1).await;
     clients.take_stats();

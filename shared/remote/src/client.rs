@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::contract::{request, Answer};
 use crate::map::{ActionMap, Binding, HeaderSource, Target};
+use crate::secrets::Secrets;
 
 /// Lambda's limit on a synchronous invocation's request and response payloads.
 pub const LAMBDA_PAYLOAD_LIMIT: usize = 6 * 1024 * 1024;
@@ -127,21 +128,39 @@ pub enum BindError {
         header: String,
         source_name: String,
     },
-    #[error("the action map names Lambda functions ({0}) but no AWS configuration was given")]
+    #[error("the action map needs AWS ({0}) but no AWS configuration was given")]
     NoAws(String),
+    #[error("action {action:?}: header {header:?}: cannot read {reference}: {message}")]
+    Reference {
+        action: String,
+        header: String,
+        reference: String,
+        message: String,
+    },
+    #[error("action {action:?}: header {header:?} reads {reference}, which was not resolved (harel_remote::Secrets::resolve reads it at cold start)")]
+    Unresolved {
+        action: String,
+        header: String,
+        reference: String,
+    },
 }
 
 /// Bind every action of `map` in `registry` as a remote action over `clients`. Header values
-/// are read now (`env:NAME` from `env`); a name already bound (a Rust action) is an error.
+/// are read now (`env:NAME` from `env`, `ssm:`/`secretsmanager:` from `secrets`, which
+/// [`Secrets::resolve`] read); a name already bound (a Rust action) is an error.
 pub fn bind(
     registry: &mut ActionRegistry,
     map: &ActionMap,
     clients: &Clients,
     env: impl Fn(&str) -> Option<String>,
+    secrets: &Secrets,
 ) -> Result<(), BindError> {
     let lambdas: Vec<&str> = map.lambda_targets().collect();
     if !lambdas.is_empty() && clients.lambda.is_none() {
-        return Err(BindError::NoAws(lambdas.join(", ")));
+        return Err(BindError::NoAws(format!(
+            "Lambda functions: {}",
+            lambdas.join(", ")
+        )));
     }
     for binding in &map.bindings {
         if registry.contains(&binding.action) {
@@ -150,7 +169,7 @@ pub fn bind(
                 origin: map.origin.clone(),
             });
         }
-        let action = RemoteAction::new(binding.clone(), clients.clone(), &env)?;
+        let action = RemoteAction::new(binding.clone(), clients.clone(), &env, secrets)?;
         registry.register_action(binding.action.clone(), Arc::new(action));
     }
     Ok(())
@@ -160,6 +179,8 @@ pub fn bind(
 pub struct RemoteAction {
     binding: Binding,
     headers: HeaderMap,
+    /// Bound with [`Secrets::unread`] while its headers read AWS: never called here.
+    unread: Option<String>,
     clients: Clients,
 }
 
@@ -198,9 +219,15 @@ impl RemoteAction {
         binding: Binding,
         clients: Clients,
         env: impl Fn(&str) -> Option<String>,
+        secrets: &Secrets,
     ) -> Result<RemoteAction, BindError> {
         let mut headers = HeaderMap::new();
+        let mut unread = None;
         for (name, source) in &binding.headers {
+            if source.is_aws() && secrets.is_unread() {
+                unread = unread.or_else(|| source.reference());
+                continue;
+            }
             let (value, source_name) = match source {
                 HeaderSource::Env(var) => (
                     env(var).ok_or_else(|| BindError::MissingEnv {
@@ -211,6 +238,19 @@ impl RemoteAction {
                     })?,
                     format!("env:{var}"),
                 ),
+                HeaderSource::Ssm(_) | HeaderSource::Secret(_) => {
+                    let reference = source.reference().unwrap_or_default();
+                    match secrets.get(source) {
+                        Some(value) => (value.to_string(), reference),
+                        None => {
+                            return Err(BindError::Unresolved {
+                                action: binding.action.clone(),
+                                header: name.clone(),
+                                reference,
+                            })
+                        }
+                    }
+                }
                 HeaderSource::Literal(text) => (text.clone(), "its text".to_string()),
             };
             let bad = || BindError::BadHeader {
@@ -226,6 +266,7 @@ impl RemoteAction {
         Ok(RemoteAction {
             binding,
             headers,
+            unread,
             clients,
         })
     }
@@ -533,6 +574,15 @@ impl Action for RemoteAction {
         inputs: &'a Object,
     ) -> ActionFuture<'a> {
         Box::pin(async move {
+            if let Some(reference) = &self.unread {
+                return Err(ActionError::new(
+                    "RemoteActionError",
+                    format!(
+                        "{}: this function did not read {reference} (it runs no actions)",
+                        self.binding.action
+                    ),
+                ));
+            }
             self.invoke(ctx.context, event, inputs, ctx.idempotency_key)
                 .await
         })

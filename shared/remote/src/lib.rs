@@ -12,17 +12,23 @@
 //! context too large are action errors (the machine's `on error`, else FAILED). The step's
 //! idempotency key (`{execution}:{event id | start}:{index}:{action}`, harel's
 //! `_ActionKeys`) travels as `idempotency_key`: a retried step sends the same one.
+//!
+//! HTTP header values come from the map's text, the environment (`env:`), SSM Parameter
+//! Store (`ssm:`) or Secrets Manager (`secretsmanager:`): [`Secrets::resolve`] reads the AWS
+//! ones once (a function's cold start) and [`bind`] takes them; only references are shown.
 
 pub mod client;
 pub mod contract;
 pub mod function;
 pub mod map;
+pub mod secrets;
 
 use std::path::{Path, PathBuf};
 
 pub use client::{bind, set_invocation_deadline, BindError, CallStats, Clients, RemoteAction};
 pub use contract::{request, Answer};
 pub use map::{ActionMap, Binding, Format, HeaderSource, MapError, Target};
+pub use secrets::Secrets;
 
 /// The file names an action map has in a machines folder, looked for in this order.
 pub const MAP_NAMES: [&str; 4] = [

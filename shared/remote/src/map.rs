@@ -13,7 +13,15 @@
 //! timeout = 5          # seconds per attempt (default 30, harel's http_action's)
 //! attempts = 2         # tries of a call that times out or fails transiently (default 3)
 //! headers = { Authorization = "env:REFUND_TOKEN" }   # from the environment, never logged
+//!
+//! ["billing.route"]
+//! target = "https://api.example.com/route"
+//! headers = { "X-Api-Key" = "ssm:/billing/route-key",            # SSM Parameter Store (SecureString decrypted)
+//!             Authorization = "secretsmanager:billing/route" }   # Secrets Manager (SecretString)
 //! ```
+//!
+//! `env:`, `ssm:` and `secretsmanager:` values are read once, when the map is bound (a
+//! function's cold start); only their references are ever shown, never the values.
 //!
 //! A table without `target` is a namespace: `[billing] charge = "lambda:charge-fn"` (what
 //! TOML's dotted keys and nested YAML make) binds `billing.charge`.
@@ -81,6 +89,12 @@ impl std::fmt::Display for Target {
 pub enum HeaderSource {
     /// `env:NAME`: read from the environment when the map is loaded (cold start).
     Env(String),
+    /// `ssm:NAME`: an SSM Parameter Store parameter's name (`/path/name`) or ARN, read with
+    /// decryption (a SecureString's plain value) when the map is bound.
+    Ssm(String),
+    /// `secretsmanager:ID`: a Secrets Manager secret's name or ARN, its `SecretString` read
+    /// when the map is bound.
+    Secret(String),
     /// Any other text: the value itself (for what is no secret, e.g. `Content-Language`).
     Literal(String),
 }
@@ -88,9 +102,27 @@ pub enum HeaderSource {
 impl std::fmt::Debug for HeaderSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HeaderSource::Env(name) => write!(f, "env:{name}"),
             HeaderSource::Literal(_) => f.write_str("<literal>"),
+            other => write!(f, "{}", other.reference().unwrap_or_default()),
         }
+    }
+}
+
+impl HeaderSource {
+    /// The reference as written in the map (`env:X`, `ssm:/p`, `secretsmanager:s`); None
+    /// for a literal (whose text is the value).
+    pub fn reference(&self) -> Option<String> {
+        match self {
+            HeaderSource::Env(name) => Some(format!("env:{name}")),
+            HeaderSource::Ssm(name) => Some(format!("ssm:{name}")),
+            HeaderSource::Secret(id) => Some(format!("secretsmanager:{id}")),
+            HeaderSource::Literal(_) => None,
+        }
+    }
+
+    /// Read from AWS (SSM Parameter Store or Secrets Manager) rather than the environment.
+    pub fn is_aws(&self) -> bool {
+        matches!(self, HeaderSource::Ssm(_) | HeaderSource::Secret(_))
     }
 }
 
@@ -307,12 +339,21 @@ fn header_source(name: &str, source: &str) -> Result<HeaderSource, String> {
         }
         return Ok(HeaderSource::Env(var.to_string()));
     }
-    for scheme in ["ssm:", "secretsmanager:"] {
-        if source.starts_with(scheme) {
+    if let Some(parameter) = source.strip_prefix("ssm:") {
+        if parameter.trim().is_empty() || parameter.chars().any(char::is_whitespace) {
             return Err(format!(
-                "header {name:?}: {scheme} values are not supported yet; put the secret in an environment variable and use env:NAME"
+                "header {name:?}: ssm: must name a parameter (`ssm:/path/name` or its ARN)"
             ));
         }
+        return Ok(HeaderSource::Ssm(parameter.to_string()));
+    }
+    if let Some(secret) = source.strip_prefix("secretsmanager:") {
+        if secret.trim().is_empty() || secret.chars().any(char::is_whitespace) {
+            return Err(format!(
+                "header {name:?}: secretsmanager: must name a secret (its name or ARN)"
+            ));
+        }
+        return Ok(HeaderSource::Secret(secret.to_string()));
     }
     Ok(HeaderSource::Literal(source.to_string()))
 }
@@ -385,8 +426,12 @@ mod tests {
                 "`timeout` must be seconds",
             ),
             (
-                r#"{"a.b": {"target": "http://h/x", "headers": {"A": "ssm:/p"}}}"#,
-                "ssm: values are not supported",
+                r#"{"a.b": {"target": "http://h/x", "headers": {"A": "ssm:"}}}"#,
+                "ssm: must name a parameter",
+            ),
+            (
+                r#"{"a.b": {"target": "http://h/x", "headers": {"A": "secretsmanager: x"}}}"#,
+                "secretsmanager: must name a secret",
             ),
             (r#"{"a.b": 3}"#, "expected a target string"),
             (r#"["x"]"#, "the top level must map"),
@@ -401,6 +446,23 @@ mod tests {
             assert!(shown.starts_with("action map m.json: "), "{shown}");
             assert!(shown.contains(expected), "{text}: {shown}");
         }
+    }
+
+    #[test]
+    fn aws_references_are_read_and_shown_as_references_only() {
+        let map = ActionMap::parse(
+            r#"{"a.b": {"target": "http://h/x", "headers": {"K": "ssm:/team/key", "A": "secretsmanager:team/token", "L": "plain"}}}"#,
+            Format::Json,
+            "m.json",
+        )
+        .expect("parses");
+        let headers = &map.get("a.b").expect("a.b").headers;
+        assert_eq!(headers[0].1, HeaderSource::Ssm("/team/key".into()));
+        assert_eq!(headers[1].1, HeaderSource::Secret("team/token".into()));
+        let shown = format!("{map:?}");
+        assert!(shown.contains("ssm:/team/key"), "{shown}");
+        assert!(shown.contains("secretsmanager:team/token"), "{shown}");
+        assert!(!shown.contains("plain"), "{shown}");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use harel_model::{Event, Execution, Object, Status};
-use harel_remote::{bind, ActionMap, Clients, Format};
+use harel_remote::{bind, ActionMap, Clients, Format, Secrets};
 use harel_runtime::{ActionErrorPolicy, ActionRegistry, DurableRunner, RuntimeError};
 use harel_store::MemoryStore;
 use harel_testkit::ActionServer;
@@ -137,6 +137,7 @@ async fn rig(transport: Transport, policy: ActionErrorPolicy) -> Rig {
         &map(&server, transport),
         &clients(&server, transport).await,
         |_| None,
+        &Secrets::none(),
     )
     .expect("bound");
     let definitions = ["Billing", "Strict"]
@@ -408,7 +409,14 @@ async fn http_headers_come_from_the_environment() {
     .to_string();
     let map = ActionMap::parse(&text, Format::Json, "h.json").expect("map");
     let mut registry = ActionRegistry::with_stdlib();
-    let missing = bind(&mut registry, &map, &Clients::new(None), |_| None).expect_err("unset");
+    let missing = bind(
+        &mut registry,
+        &map,
+        &Clients::new(None),
+        |_| None,
+        &Secrets::none(),
+    )
+    .expect_err("unset");
     assert!(
         missing
             .to_string()
@@ -416,9 +424,13 @@ async fn http_headers_come_from_the_environment() {
         "{missing}"
     );
     let mut registry = ActionRegistry::with_stdlib();
-    bind(&mut registry, &map, &Clients::new(None), |n| {
-        (n == "CHARGE_TOKEN").then(|| "Bearer s3cret".to_string())
-    })
+    bind(
+        &mut registry,
+        &map,
+        &Clients::new(None),
+        |n| (n == "CHARGE_TOKEN").then(|| "Bearer s3cret".to_string()),
+        &Secrets::none(),
+    )
     .expect("bound");
     let defn = harel_lang::load_str(MACHINE, Some("Billing"), "billing.stm").expect("machine");
     let runner = DurableRunner::new(MemoryStore::new(), [defn]).with_registry(registry);
@@ -448,9 +460,13 @@ async fn http_headers_come_from_the_environment() {
         ]
     );
     let mut registry = ActionRegistry::with_stdlib();
-    let err = bind(&mut registry, &map, &Clients::new(None), |_| {
-        Some("bad\nvalue".into())
-    })
+    let err = bind(
+        &mut registry,
+        &map,
+        &Clients::new(None),
+        |_| Some("bad\nvalue".into()),
+        &Secrets::none(),
+    )
     .expect_err("not a header value");
     assert!(!err.to_string().contains("bad"), "{err}");
 }
@@ -471,7 +487,14 @@ fn a_name_bound_twice_is_refused() {
             .region(aws_sdk_lambda::config::Region::new("us-east-1"))
             .load(),
     );
-    let err = bind(&mut registry, &map, &Clients::new(Some(&sdk)), |_| None).expect_err("twice");
+    let err = bind(
+        &mut registry,
+        &map,
+        &Clients::new(Some(&sdk)),
+        |_| None,
+        &Secrets::none(),
+    )
+    .expect_err("twice");
     assert_eq!(
         err.to_string(),
         "action \"harel.lib.exponential_backoff\" is bound twice: in the action map (m.json) and already (a Rust action or harel.lib)"
@@ -481,11 +504,12 @@ fn a_name_bound_twice_is_refused() {
         &map,
         &Clients::new(None),
         |_| None,
+        &Secrets::none(),
     )
     .expect_err("no aws");
     assert!(
         err.to_string()
-            .contains("names Lambda functions (f) but no AWS configuration"),
+            .contains("needs AWS (Lambda functions: f) but no AWS configuration"),
         "{err}"
     );
 }

@@ -1,11 +1,13 @@
-//! A remote action written in Rust: the Lambda function a machine's `bind { charge =
-//! billing.charge }` reaches through the action map (`"billing.charge": "lambda:charge"`), and
-//! harel Python's `lambda_action("charge")` alike. The payload is harel's
-//! (`events/remote-action-charge.json`); the answer `{"context", "result"}`.
+//! A remote action written in Rust, the template's `ChargeFunction` (named
+//! `{TablePrefix}-charge`): the Lambda function a machine's `bind { charge = billing.charge }`
+//! reaches through the action map (`"billing.charge": "lambda:harel-charge"`), and harel
+//! Python's `lambda_action("harel-charge")` alike. The payload is harel's
+//! (`events/remote-action-charge.json`); the answer `{"context", "result"}`. The handler is
+//! `harel_remote::function::run`; this file is only the action.
 //!
-//! Locally: `cargo lambda watch` then `cargo lambda invoke charge_function --data-file
-//! events/remote-action-charge.json`; built for Lambda as any cargo-lambda binary. Its test
-//! (`cargo test -p harel-remote --example charge_function`) plays the sample payload.
+//! Locally: `cargo lambda watch -p harel-charge` then `cargo lambda invoke charge
+//! --data-file events/remote-action-charge.json`; `sam build` builds it as the other
+//! functions. Its test (`cargo test -p harel-charge`) plays the sample payload.
 
 use harel_remote::function::{run, Call, Reply};
 use serde_json::{json, Value};
