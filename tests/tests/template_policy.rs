@@ -1382,8 +1382,14 @@ fn the_example_action_function_has_only_logs() {
     assert_eq!(
         grants(&t, "ChargeFunction"),
         BTreeSet::from([
-            ("logs:CreateLogStream".to_string(), "ChargeLogGroup".to_string()),
-            ("logs:PutLogEvents".to_string(), "ChargeLogGroup".to_string()),
+            (
+                "logs:CreateLogStream".to_string(),
+                "ChargeLogGroup".to_string()
+            ),
+            (
+                "logs:PutLogEvents".to_string(),
+                "ChargeLogGroup".to_string()
+            ),
             ("xray:PutTraceSegments".to_string(), "*".to_string()),
             ("xray:PutTelemetryRecords".to_string(), "*".to_string()),
         ])
