@@ -1038,7 +1038,11 @@ fn names_are_the_stacks_and_data_is_retained() {
             }
         }
     }
-    assert_eq!(stateful, 8 + 3 + 3, "8 tables, 3 queues, 3 log groups");
+    assert_eq!(
+        stateful,
+        8 + 3 + 4,
+        "8 tables, 3 queues, 4 log groups (the example action's too)"
+    );
 }
 
 /// X-Ray, log groups with a retention, the async functions' failure destination, EventBridge
