@@ -122,11 +122,7 @@ pub async fn execute(args: ListArgs) -> anyhow::Result<ExitCode> {
     }
     let mut stack = args.stack.connect().await?;
     if args.scan {
-        stack
-            .store
-            .set_scan_progress(std::sync::Arc::new(|pages, items| {
-                eprintln!("scan: page {pages}, {items} executions read");
-            }));
+        stack.report_scan_progress();
     }
     let query = ListQuery {
         status: (!args.statuses.is_empty()).then(|| args.statuses.clone()),

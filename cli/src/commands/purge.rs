@@ -96,12 +96,7 @@ pub async fn execute(args: PurgeArgs) -> anyhow::Result<ExitCode> {
     }
     let mut stack = args.stack.connect().await?;
     if args.scan {
-        // a Scan reads the whole table: say how far it is, as `harel list --scan` does
-        stack
-            .store
-            .set_scan_progress(std::sync::Arc::new(|pages, items| {
-                eprintln!("scan: page {pages}, {items} executions read");
-            }));
+        stack.report_scan_progress();
     }
     let statuses = if args.statuses.is_empty() {
         vec![Status::Done, Status::Cancelled]

@@ -139,6 +139,15 @@ async fn stack_outputs(sdk: &SdkConfig, name: &str) -> anyhow::Result<Vec<(Strin
 }
 
 impl Stack {
+    /// A Scan reads the whole executions table: say on stderr how far it is, page by page
+    /// (`harel list --scan`, `harel purge --scan`).
+    pub fn report_scan_progress(&mut self) {
+        self.store
+            .set_scan_progress(std::sync::Arc::new(|pages, items| {
+                eprintln!("scan: page {pages}, {items} executions read");
+            }));
+    }
+
     /// The queue, or what to do to name one.
     pub fn transport(&self, why: &str) -> anyhow::Result<SqsTransport> {
         let url = self.queue_url.as_deref().ok_or_else(|| {
