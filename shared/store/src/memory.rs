@@ -186,18 +186,8 @@ impl ExecutionStore for MemoryStore {
     }
 
     async fn armed_timers(&self, execution_id: &str) -> StoreResult<Vec<DueTimer>> {
-        let mut out: Vec<DueTimer> = self
-            .lock()
-            .timers
-            .iter()
-            .filter(|((e, _), _)| e == execution_id)
-            .map(|((e, p), f)| DueTimer {
-                execution_id: e.to_string(),
-                path: p.to_string(),
-                fire_at: *f,
-            })
-            .collect();
-        out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at).then(a.path.cmp(&b.path)));
+        let mut out = self.timers();
+        out.retain(|t| t.execution_id == execution_id);
         Ok(out)
     }
 
