@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::RuntimeDriver;
+use harel_runtime::Driver;
 use harel_runtime::DurableRunner;
 use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
@@ -18,7 +18,7 @@ use serde_json::Value;
 const CONTROL_MACHINES: &str = "../shared/control/tests/machines/control.stm";
 const ORDER: &str = "../functions/app/machines/order.stm";
 
-type TestWorker = MotoWorker<RuntimeDriver>;
+type TestWorker = MotoWorker;
 
 struct Stack {
     prefix: String,
@@ -43,7 +43,7 @@ impl Stack {
         for name in ["Job", "Plain", "Split"] {
             definitions.push(harel_lang::load_str(&source, Some(name), "control.stm").expect(name));
         }
-        let driver = RuntimeDriver::new(definitions, harel_app::actions::actions());
+        let driver = Driver::new(definitions, harel_app::actions::actions());
         let worker = moto.worker(driver, &[("HAREL_SUSPEND_RECHECK_SECONDS", "0")]);
         Stack {
             source: moto.source(),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use harel_app::aws::AppWorker;
 use harel_app::Booted;
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::{Driver, Role};
+use harel_lambda::Role;
 use harel_model::{Object, Status};
 use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use harel_lambda::{create_body, Handled, RecordError};
+use harel_lambda::{Handled, RecordError};
 use harel_model::{Event, Object, Status};
 use harel_runtime::ManualClock;
+use harel_sqs::create_body;
 use harel_sqs::{REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE};
 use harel_store::{Commit, ExecutionStore};
 use harel_tests::fault::source::{self, Received};

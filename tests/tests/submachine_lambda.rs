@@ -8,10 +8,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harel_lambda::deliver::DeliverError;
-use harel_lambda::{create_body, sweep_once, Handled, RuntimeDriver};
+use harel_lambda::{sweep_once, Handled};
 use harel_model::{Definition, Event, Execution, Object, Status};
+use harel_runtime::DeliverError;
+use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
+use harel_sqs::create_body;
 use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
 use harel_testkit::{pump, send, MotoStack, MotoWorker};
@@ -85,7 +87,7 @@ fn definitions() -> Vec<Definition> {
         .collect()
 }
 
-type AppWorker = MotoWorker<RuntimeDriver>;
+type AppWorker = MotoWorker;
 
 struct Stack {
     source: SqsTransport,
@@ -97,7 +99,7 @@ impl Stack {
     async fn new() -> Stack {
         let moto = MotoStack::new("sub").await;
         let clock = ManualClock::new(1_700_000_000.0);
-        let driver = RuntimeDriver::new(definitions(), ActionRegistry::with_stdlib())
+        let driver = Driver::new(definitions(), ActionRegistry::with_stdlib())
             .with_clock(Arc::new(clock.clone()));
         Stack {
             source: moto.source(),

@@ -80,9 +80,13 @@ pub async fn publish(stack: &Stack, out: &ControlOutcome) -> anyhow::Result<bool
     let entries: Vec<_> = out
         .enqueued
         .iter()
-        .map(|e| (e.seq, Some(e.target_id.as_str().into()), e.event.clone()))
+        .map(|e| harel_store::OutboxEntry {
+            seq: e.seq,
+            target_id: Some(e.target_id.as_str().into()),
+            event: e.event.clone(),
+        })
         .collect();
-    harel_lambda::deliver::publish_outbox(&stack.store, &transport, &entries)
+    harel_runtime::delivery::queue::publish_outbox(&stack.store, &transport, &entries)
         .await
         .map_err(|e| super::exit::aws(format_args!("the Cancel is committed but could not be published ({e}; {AWS_HINT}): the relay will publish it")))?;
     Ok(true)

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use harel_lambda::create_body;
 use harel_model::schema::{check_context, with_defaults};
 use harel_model::{Object, Status};
+use harel_sqs::create_body;
 use harel_sqs::{check_group_id, DedupeKey, Outgoing, Transport};
 use harel_store::ExecutionStore;
 use serde_json::{json, Value};

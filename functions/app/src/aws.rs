@@ -7,7 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
-use harel_lambda::{Config, LambdaWaker, Role, RuntimeDriver, Waker, Worker};
+use harel_lambda::{Config, LambdaWaker, Role, Waker, Worker};
+use harel_runtime::Driver;
 use harel_sqs::SqsTransport;
 
 use crate::{actions, machines};
@@ -39,8 +40,8 @@ impl std::fmt::Debug for BootError {
     }
 }
 
-pub type AppDriver = RuntimeDriver;
-pub type AppWorker = Worker<DynamoDbStore, SqsTransport, AppDriver, aws_sdk_dynamodb::Client>;
+pub type AppDriver = Driver;
+pub type AppWorker = Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>;
 
 /// Everything a function needs, built once.
 pub struct Booted {
@@ -90,10 +91,7 @@ pub fn init_tracing() {
 
 /// The engine with the compiled-in machines and Rust actions, checked.
 pub fn driver() -> Result<AppDriver, BootError> {
-    checked(RuntimeDriver::new(
-        machines::definitions()?,
-        actions::actions(),
-    ))
+    checked(Driver::new(machines::definitions()?, actions::actions()))
 }
 
 /// The engine with the compiled-in machines and Rust actions plus what the deployment
@@ -149,7 +147,7 @@ pub async fn driver_with(
         );
         remote = Some(clients);
     }
-    Ok((checked(RuntimeDriver::new(definitions, registry))?, remote))
+    Ok((checked(Driver::new(definitions, registry))?, remote))
 }
 
 /// Add the remote actions' calls since the last invocation to its metrics (documents with

@@ -10,9 +10,11 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
-use harel_lambda::{create_body, Handled, RecordError, Role, RuntimeDriver, Worker};
+use harel_lambda::{Handled, RecordError, Role, Worker};
 use harel_model::{Event, Execution, Object, Status};
+use harel_runtime::Driver;
 use harel_runtime::{Clock, ManualClock};
+use harel_sqs::create_body;
 use harel_sqs::{MemoryTransport, SqsTransport, Transport, REASON_ATTRIBUTE};
 use harel_store::{ExecutionStore, MemoryStore};
 use harel_testkit::{config_from, memory_pump, pump, records, relay, send, MotoStack};
@@ -48,10 +50,8 @@ impl Intercept for Counter {
     }
 }
 
-type Driver = RuntimeDriver;
-
 fn driver(clock: ManualClock) -> Driver {
-    RuntimeDriver::new(
+    Driver::new(
         harel_app::machines::definitions().expect("machines"),
         harel_app::actions::actions(),
     )
@@ -76,7 +76,7 @@ struct Aws {
     source: SqsTransport,
     /// The test's own reads, on an uncounted client.
     reader: DynamoDbStore,
-    worker: Arc<Worker<DynamoDbStore, SqsTransport, Driver, aws_sdk_dynamodb::Client>>,
+    worker: Arc<Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>>,
     clock: ManualClock,
     dlq: String,
     counter: Counter,
@@ -176,7 +176,7 @@ impl Bus for Aws {
 }
 
 struct Memory {
-    worker: Arc<Worker<MemoryStore, Arc<MemoryTransport>, Driver, harel_idempotency::MemoryClient>>,
+    worker: Arc<Worker<MemoryStore, Arc<MemoryTransport>, harel_idempotency::MemoryClient>>,
     transport: Arc<MemoryTransport>,
     clock: ManualClock,
 }

@@ -7,15 +7,17 @@
 
 use std::sync::Arc;
 
-use harel_lambda::{create_body, fire_due, Driver, RuntimeDriver, SweepReport};
+use harel_lambda::{fire_due, SweepReport};
 use harel_model::{Event, Execution, Object, Status};
+use harel_runtime::Driver;
 use harel_runtime::{Clock, ManualClock};
+use harel_sqs::create_body;
 use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
 use harel_testkit::{pump, relay, send, MotoStack, MotoWorker};
 use serde_json::{json, Value};
 
-type AppWorker = MotoWorker<RuntimeDriver>;
+type AppWorker = MotoWorker;
 
 struct App {
     worker: Arc<AppWorker>,
@@ -27,7 +29,7 @@ struct App {
 async fn app() -> App {
     let moto = MotoStack::new("shop").await;
     let clock = ManualClock::new(1_767_225_600.0);
-    let driver = RuntimeDriver::new(
+    let driver = Driver::new(
         harel_app::machines::definitions().expect("machines"),
         harel_app::actions::actions(),
     )
@@ -221,7 +223,7 @@ async fn a_cancelled_order_releases_its_stock_voids_its_invoice_and_refunds() {
         .driver
         .definition("ShopOrder")
         .expect("compiled in");
-    let outcome = harel_control::cancel(&app.worker.store, &defn, id, app.clock.now())
+    let outcome = harel_control::cancel(&app.worker.store, defn, id, app.clock.now())
         .await
         .expect("cancel");
     assert_eq!(

@@ -8,16 +8,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::sqs::SqsEvent;
-use harel_lambda::{relay, Driver, Record, Role, RuntimeDriver, Worker};
+use harel_lambda::{relay, Record, Role, Worker};
 use harel_model::{Execution, Status};
+use harel_runtime::Driver;
 use harel_runtime::{Clock, ManualClock};
 use harel_sqs::MemoryTransport;
 use harel_store::{ExecutionStore, MemoryStore};
 use harel_testkit::{config_from, memory_pump};
 use serde_json::json;
 
-type MemoryWorker =
-    Worker<MemoryStore, Arc<MemoryTransport>, RuntimeDriver, harel_idempotency::MemoryClient>;
+type MemoryWorker = Worker<MemoryStore, Arc<MemoryTransport>, harel_idempotency::MemoryClient>;
 
 struct Local {
     worker: Arc<MemoryWorker>,
@@ -38,7 +38,7 @@ fn local() -> Local {
     );
     // the samples' SentTimestamp: 2026-01-01T00:00:00Z
     let clock = ManualClock::new(1_767_225_600.0);
-    let driver = RuntimeDriver::new(
+    let driver = Driver::new(
         harel_app::machines::definitions().expect("machines"),
         harel_app::actions::actions(),
     )
@@ -135,7 +135,7 @@ async fn the_samples_walk_an_order_to_each_of_its_ends() {
         .expect("compiled in");
     harel_control::cancel(
         &cancelled.worker.store,
-        &defn,
+        defn,
         "shop-1",
         cancelled.clock.now(),
     )

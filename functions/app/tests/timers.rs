@@ -17,9 +17,11 @@ use aws_sdk_dynamodb::operation::scan::ScanOutput;
 use harel_dynamodb::timers::DEFAULT_DUE_SHARDS;
 use harel_dynamodb::DynamoDbStore;
 use harel_lambda::wake::{WakeFuture, Waker};
-use harel_lambda::{create_body, sweep, RuntimeDriver, SweepPlan, Worker};
+use harel_lambda::{sweep, SweepPlan, Worker};
 use harel_model::{Event, Execution};
+use harel_runtime::Driver;
 use harel_runtime::{Clock, SystemClock};
+use harel_sqs::create_body;
 use harel_sqs::{Received, SqsTransport};
 use harel_store::{Commit, ExecutionStore, TimerOp};
 use harel_testkit::{pump, send, MotoStack};
@@ -299,7 +301,7 @@ async fn a_timer_armed_while_the_sweeper_is_idle_fires_about_a_second_after_its_
         transport: Arc::new(moto.transport()),
         wakes: Mutex::new(Vec::new()),
     });
-    let driver = RuntimeDriver::new(
+    let driver = Driver::new(
         harel_app::machines::definitions().expect("machines"),
         harel_app::actions::actions(),
     );

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use harel_lambda::logging::Invocation;
 use harel_lambda::metrics::{now_ms, sweeper_metrics, MetricsSettings};
 use harel_lambda::wake::wake_until;
-use harel_lambda::{sweep, Driver, Role, SweepPlan};
+use harel_lambda::{sweep, Role, SweepPlan};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::{json, Value};
 use tracing::Instrument;

@@ -8,9 +8,11 @@ use std::sync::Arc;
 
 use harel_control::{CancelMode, Command};
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::{create_body, Handled, RecordError, RuntimeDriver};
+use harel_lambda::{Handled, RecordError};
 use harel_model::{Definition, Event, Execution, Status};
+use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
+use harel_sqs::create_body;
 use harel_sqs::SqsTransport;
 use harel_store::ExecutionStore;
 use harel_testkit::{endpoint, pump_once, relay, send, MotoStack, MotoWorker};
@@ -28,7 +30,7 @@ fn definitions() -> HashMap<String, Definition> {
         .collect()
 }
 
-type AppWorker = MotoWorker<RuntimeDriver>;
+type AppWorker = MotoWorker;
 
 /// One deployed stack in miniature: tables, queue, a worker; and a second store client, the
 /// operator's, that the control commands go through.
@@ -49,7 +51,7 @@ impl Stack {
         let moto = MotoStack::new("ctl").await;
         let clock = ManualClock::new(1_700_000_000.0);
         let definitions = definitions();
-        let driver = RuntimeDriver::new(
+        let driver = Driver::new(
             definitions.values().cloned().collect(),
             ActionRegistry::with_stdlib(),
         )

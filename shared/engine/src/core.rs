@@ -19,7 +19,7 @@ use crate::resolve::{
     is_valid_reposition_target, node_at, node_at_hinted, resolve_at, resolve_automatic,
     resolve_between, safe_teardown, Automatic, Found,
 };
-use crate::{ActionCall, CallKind, ChildSpec, EngineError, StepEffects, TimerOp};
+use crate::{ActionCall, CallKind, EngineError, Spawn, StepEffects, TimerOp};
 
 /// The timer path of a machine's `ttl` (never a node path: node names are identifiers).
 pub const TTL_PATH: &str = "@ttl";
@@ -534,7 +534,7 @@ impl<'d, H: Host> Run<'d, '_, H> {
                 .iter()
                 .filter_map(|(ck, pk)| exe.context.get(pk).map(|v| (ck.clone(), v.clone())))
                 .collect();
-            self.fx.spawns.push(ChildSpec {
+            self.fx.spawns.push(Spawn {
                 child_id: cid.clone(),
                 root_path: c.full_path.clone(),
                 context: passed,

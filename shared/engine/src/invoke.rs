@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::core::Run;
 use super::{step_mode, Host};
 use crate::resolve::event_pred;
-use crate::{ChildSpec, EngineError};
+use crate::{EngineError, Spawn};
 
 /// The context key a spawn carries its submachine's FQN in (popped by the relay).
 pub const INVOKE_FQN_KEY: &str = "__invoke_fqn__";
@@ -74,7 +74,7 @@ impl<H: Host> Run<'_, '_, H> {
                 ..ChildState::default()
             },
         );
-        self.fx.spawns.push(ChildSpec {
+        self.fx.spawns.push(Spawn {
             child_id: cid,
             root_path: SmolStr::default(),
             context,
@@ -131,7 +131,7 @@ impl<H: Host> Run<'_, '_, H> {
                     ..ChildState::default()
                 },
             );
-            specs.push(ChildSpec {
+            specs.push(Spawn {
                 child_id: cid,
                 root_path: SmolStr::default(),
                 context,

@@ -16,6 +16,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use harel_model::{ActionRef, Event, KeyMap, Node, Object, SmolStr};
+pub use harel_model::{Spawn, TimerOp};
 use serde_json::Value;
 
 pub mod blocking;
@@ -97,28 +98,13 @@ pub trait Host {
     fn now(&mut self) -> f64;
 }
 
-/// A durable-timer mutation of a step.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TimerOp {
-    Schedule { path: SmolStr, fire_at: f64 },
-    Cancel { path: SmolStr },
-}
-
-/// One region (child execution) of an orthogonal fork.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChildSpec {
-    pub child_id: SmolStr,
-    pub root_path: SmolStr,
-    pub context: Object,
-}
-
 /// The deferred effects of one step, in the order the engine produced them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepEffects {
     /// `(target execution id, event)`.
     pub emits: Vec<(Option<SmolStr>, Event)>,
     pub timers: Vec<TimerOp>,
-    pub spawns: Vec<ChildSpec>,
+    pub spawns: Vec<Spawn>,
     /// The context values `set` assignments wrote (the trace's `assigned`), in the order
     /// first written, each key with its last value (a dict's `update`). A small map: a step
     /// assigns a few keys or none, and an empty one costs a step nothing to carry.

@@ -4,9 +4,7 @@
 
 use std::future::{ready, Future};
 
-use harel_engine::{
-    process, run_ready, start, ActionCall, ActionError, ChildSpec, Host, StepEffects,
-};
+use harel_engine::{process, run_ready, start, ActionCall, ActionError, Host, Spawn, StepEffects};
 use harel_model::{build_definition, Definition, Event, Execution, Object, Status};
 use serde_json::{json, Value};
 
@@ -85,7 +83,7 @@ fn a_single_invoke_spawns_one_child_with_what_with_finds_and_its_fqn() {
     assert_eq!(exe.active_path.as_deref(), Some("Run"));
     assert_eq!(
         fx.spawns,
-        vec![ChildSpec {
+        vec![Spawn {
             child_id: "e:Run:0".into(),
             root_path: Default::default(),
             context: obj(json!({"amount": 5, "__invoke_fqn__": "lib.Job"})),

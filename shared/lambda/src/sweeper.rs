@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use harel_sqs::{DedupeKey, Outgoing, Transport, TransportError};
 use harel_store::{DueTimer, ExecutionStore, StoreError};
 
-use crate::sqs_batch;
+use harel_sqs::sqs::MAX_BATCH;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
@@ -78,7 +78,7 @@ async fn fire<S: ExecutionStore, T: Transport>(
     report: &mut SweepReport,
 ) -> Result<(), SweepError> {
     let fired_before = report.fired;
-    for chunk in due.chunks(sqs_batch::MAX) {
+    for chunk in due.chunks(MAX_BATCH) {
         let messages = chunk
             .iter()
             .map(|t| {

@@ -6,9 +6,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use harel_lambda::{create_body, relay, sweep_once, Handled, RecordError, SweepPlan};
+use harel_lambda::{relay, sweep_once, Handled, RecordError, SweepPlan};
 use harel_model::{Event, Object, Status};
 use harel_runtime::Clock;
+use harel_sqs::create_body;
 use harel_sqs::{Transport, REASON_ATTRIBUTE};
 use harel_store::ExecutionStore;
 
@@ -211,7 +212,6 @@ async fn relay_creates_pending_children_and_delivers_their_emits() {
     h.clock.advance(10.0);
     let mut exe = h.exe("r-1").await;
     let timeout = harel_engine::timeout_event("r-1", "Waiting", 1005.0);
-    use harel_lambda::Driver;
     let stepped = h
         .worker
         .driver

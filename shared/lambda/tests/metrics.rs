@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use common::{harness, record};
 use harel_lambda::metrics::{relay_metrics, sweeper_metrics, worker_metrics, Receipt};
-use harel_lambda::{create_body, fire_due, relay, RecordError, SweepReport};
+use harel_lambda::{fire_due, relay, RecordError, SweepReport};
 use harel_model::{Event, Object};
+use harel_sqs::create_body;
 use serde_json::{json, Value};
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 
 pub mod build;
 pub mod definition;
+pub mod effects;
 pub mod execution;
 pub mod pyjson;
 pub mod pyrepr;
@@ -16,6 +17,7 @@ pub use definition::{
     ActionRef, Assign, Choice, Definition, EventFilter, Expr, FieldRef, Node, NodeId, NodeKind, Op,
     Predicate, Scope, Selector, Timeout, Transition,
 };
+pub use effects::{Spawn, TimerOp};
 pub use execution::replace_key;
 pub use execution::{
     ChildState, Event, Execution, ExecutionPage, ExecutionSummary, FastHash, KeyMap, NodeHints,

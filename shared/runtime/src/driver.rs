@@ -1,30 +1,21 @@
 //! The driver (harel `driving.DriverLogic` + `FailOnActionError`): runs the engine for one
-//! event and commits the step, calls the actions, routes their errors, creates spawned
-//! regions, relays the outbox, delivers timeouts and broadcasts to regions.
+//! event or start, calls the actions, routes their errors and commits the step with
+//! everything it enqueued. How the enqueued work is then delivered (inline, or through a
+//! queue) is [`crate::delivery`]'s.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use harel_engine::invoke::INVOKE_FQN_KEY;
-use harel_engine::{
-    error_event, has_error_handler, timeout_event, ttl_delay, ActionCall, EngineError, Host,
-    StepEffects, TimerOp, TTL_PATH,
-};
-use harel_model::schema::with_defaults;
-use harel_model::{Definition, Event, Execution, SmolStr, Status};
-use harel_store::{Commit, ExecutionStore, Spawn, SpawnEntry};
+use harel_engine::{error_event, has_error_handler, ActionCall, EngineError, Host, StepEffects};
+use harel_model::{Definition, Event, Execution, Spawn, Status, TimerOp};
+use harel_store::{Commit, ExecutionStore, OutboxEntry};
 use serde_json::Value;
 
 use crate::actions::{unbound_error, ActionContext, ActionRegistry};
-use crate::clock::Clock;
+use crate::clock::{Clock, SystemClock};
 use crate::trace::trace_step;
 use crate::RuntimeError;
-
-/// Events an execution handles itself, never broadcast to its regions.
-pub const CONTROL_EVENTS: [&str; 6] = [
-    "Start", "Reset", "Cancel", "SetState", "Finished", "Timeout",
-];
 
 /// What happens to an action (or expression) error no `on error` in the model handles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -95,13 +86,6 @@ impl Host for DriverHost<'_> {
     }
 }
 
-/// What the engine is asked to do in a step.
-#[derive(Clone, Copy)]
-pub(crate) enum StepKind<'e> {
-    Start,
-    Event(&'e Event),
-}
-
 /// A failure being recovered from: (type, message).
 type Failure = (String, String);
 
@@ -112,14 +96,36 @@ struct Driven {
     actions: Vec<String>,
 }
 
-/// The driver over one store, with the runner's definitions, actions and clock.
-pub(crate) struct Driver<'r, S> {
-    pub definitions: &'r HashMap<String, Arc<Definition>>,
-    pub store: &'r S,
-    pub registry: &'r ActionRegistry,
-    pub clock: &'r dyn Clock,
-    pub policy: ActionErrorPolicy,
-    pub trace: bool,
+/// What one committed step enqueued, for its host to deliver.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stepped {
+    /// The outbox entries the commit wrote, with their seqs.
+    pub outbox: Vec<OutboxEntry>,
+    /// The children the commit asked for (their spawn seqs are found in `pending_spawns`).
+    pub spawns: Vec<Spawn>,
+    /// The `fire_at` of each timer the commit armed (a queue host wakes its sweeper for one
+    /// due before the next tick).
+    pub armed: Vec<f64>,
+}
+
+impl Stepped {
+    /// Nothing to deliver (armed timers are the store's, not the host's).
+    pub fn is_empty(&self) -> bool {
+        self.outbox.is_empty() && self.spawns.is_empty()
+    }
+}
+
+/// The engine with its machines, actions and clock: runs one step of an execution and commits
+/// it in one transaction. Every host shares it: the embedded runner ([`crate::DurableRunner`],
+/// which then delivers inline), the queue worker and the relay (which deliver through the
+/// transport), the control plane's redrive.
+#[derive(Clone)]
+pub struct Driver {
+    definitions: HashMap<String, Arc<Definition>>,
+    registry: ActionRegistry,
+    clock: Arc<dyn Clock>,
+    policy: ActionErrorPolicy,
+    trace: bool,
 }
 
 fn error_message((kind, message): &Failure, cause: Option<&Failure>) -> String {
@@ -129,10 +135,73 @@ fn error_message((kind, message): &Failure, cause: Option<&Failure>) -> String {
     }
 }
 
-impl<'r, S: ExecutionStore> Driver<'r, S> {
+impl Driver {
+    /// `definitions` (each with the submachines it carries, by their FQN: a spawn names one
+    /// of those) and `registry` (from `ActionRegistry::with_stdlib()` plus the application's
+    /// actions: `join all|any` needs `harel.lib.join_success`), on the system clock, with
+    /// harel's production policy (FAILED) and no trace.
+    pub fn new(definitions: Vec<Definition>, registry: ActionRegistry) -> Self {
+        Self::with_registered(crate::register(definitions), registry)
+    }
+
+    /// Over definitions already registered (by [`crate::register`]): shared, not copied.
+    pub fn with_registered(
+        definitions: HashMap<String, Arc<Definition>>,
+        registry: ActionRegistry,
+    ) -> Self {
+        Driver {
+            definitions,
+            registry,
+            clock: Arc::new(SystemClock),
+            policy: ActionErrorPolicy::Fail,
+            trace: false,
+        }
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn with_policy(mut self, policy: ActionErrorPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// harel's `trace=True`: each step's commit carries its trace entry (the store keeps the
+    /// ring).
+    pub fn with_trace(mut self, trace: bool) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    pub fn with_registry(mut self, registry: ActionRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    pub fn registry_mut(&mut self) -> &mut ActionRegistry {
+        &mut self.registry
+    }
+
+    /// The clock (epoch seconds) commits are stamped with.
+    pub fn now(&self) -> f64 {
+        self.clock.now()
+    }
+
+    /// The machine registered as `id` (a top-level machine by its name, a submachine by its
+    /// FQN).
+    pub fn definition(&self, id: &str) -> Option<&Arc<Definition>> {
+        self.definitions.get(id)
+    }
+
+    pub fn machine_ids(&self) -> impl Iterator<Item = &str> {
+        self.definitions.keys().map(String::as_str)
+    }
+
     /// harel `_defn_for`: by the execution's `definition_id`, else (a submachine child
     /// whose definition is registered under its FQN only) by its `definition_fqn`.
-    pub fn definition_for(&self, exe: &Execution) -> Result<&'r Definition, RuntimeError> {
+    pub fn definition_for(&self, exe: &Execution) -> Result<&Definition, RuntimeError> {
         self.definitions
             .get(exe.definition_id.as_str())
             .or_else(|| {
@@ -142,6 +211,39 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
             })
             .map(Arc::as_ref)
             .ok_or_else(|| RuntimeError::UnknownDefinition(exe.definition_id.to_string()))
+    }
+
+    /// harel `_resolve_machine`: a submachine by its FQN among the registered definitions
+    /// (inline and imported machines are registered under their FQN).
+    pub(crate) fn resolve_machine(&self, fqn: &str) -> Result<&Definition, RuntimeError> {
+        self.definitions
+            .get(fqn)
+            .map(Arc::as_ref)
+            .ok_or_else(|| RuntimeError::UnresolvedSubmachine(fqn.to_string()))
+    }
+
+    /// Every (machine, action) a machine (or a submachine it carries) names that no action
+    /// is bound to: a host checks it at start, so a missing binding stops it then instead of
+    /// failing executions.
+    pub fn unbound_actions(&self) -> Vec<(String, String)> {
+        let mut missing = Vec::new();
+        for defn in self.definitions.values() {
+            for node in &defn.nodes {
+                let hooks = [&node.on_enter, &node.on_exit, &node.on_activity];
+                let selectors = node
+                    .transitions
+                    .iter()
+                    .filter_map(|t| t.selector.as_ref().map(|s| &s.action));
+                for action in hooks.into_iter().flatten().chain(selectors) {
+                    if !self.registry.contains(&action.function) {
+                        missing.push((defn.id.clone(), action.function.clone()));
+                    }
+                }
+            }
+        }
+        missing.sort();
+        missing.dedup();
+        missing
     }
 
     /// The policy for an unhandled failure.
@@ -164,25 +266,24 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
         &self,
         defn: &Definition,
         exe: &mut Execution,
-        step: StepKind<'_>,
+        event: Option<&Event>,
         keys: &mut ActionKeys,
     ) -> Result<Driven, RuntimeError> {
         let mut original: Option<Failure> = None;
         let mut recovery: Option<Event> = None;
         loop {
             let mut host = DriverHost {
-                registry: self.registry,
-                clock: self.clock,
+                registry: &self.registry,
+                clock: self.clock.as_ref(),
                 execution_id: exe.id.to_string(),
                 keys: &mut *keys,
                 actions: Vec::new(),
             };
-            let result = match (&recovery, step) {
-                (Some(ev), _) => harel_engine::process(defn, exe, ev, &mut host).await,
-                (None, StepKind::Start) => harel_engine::start(defn, exe, &mut host).await,
-                (None, StepKind::Event(ev)) => {
+            let result = match (&recovery, event) {
+                (Some(ev), _) | (None, Some(ev)) => {
                     harel_engine::process(defn, exe, ev, &mut host).await
                 }
+                (None, None) => harel_engine::start(defn, exe, &mut host).await,
             };
             let actions = host.actions;
             let (failure, on_exit) = match result {
@@ -221,21 +322,23 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
         }
     }
 
-    /// Drive `exe` for one step and commit it atomically with its emits, spawns, timer
-    /// operations, dedupe mark and trace. Returns whether it enqueued relay work.
-    pub async fn run_step(
+    /// Run `event` on `exe` (None: start it, harel's `engine.start`), route an action error
+    /// by the policy (`on error`, else FAILED), and commit the step atomically with its
+    /// emits, spawns, timer operations, the event's processed mark and its trace. Nothing is
+    /// delivered: the caller delivers what is returned. On an error nothing was written (a
+    /// refused mark condition: the event was committed by another writer) and `exe` must be
+    /// reloaded.
+    pub async fn step<S: ExecutionStore>(
         &self,
+        store: &S,
         exe: &mut Execution,
-        step: StepKind<'_>,
-    ) -> Result<bool, RuntimeError> {
+        event: Option<&Event>,
+    ) -> Result<Stepped, RuntimeError> {
         let defn = self.definition_for(exe)?;
-        let (event, event_id) = match step {
-            StepKind::Start => (None, None),
-            StepKind::Event(ev) => (Some(ev), Some(ev.id.clone())),
-        };
+        let event_id = event.map(|ev| ev.id.clone());
         let from_path = exe.active_path.clone();
         let mut keys = ActionKeys::new(&exe.id, event_id.as_deref().unwrap_or("start"));
-        let Driven { fx, actions } = self.drive(defn, exe, step, &mut keys).await?;
+        let Driven { fx, actions } = self.drive(defn, exe, event, &mut keys).await?;
         let now = self.clock.now();
         let trace = self.trace.then(|| {
             trace_step(
@@ -248,234 +351,46 @@ impl<'r, S: ExecutionStore> Driver<'r, S> {
             )
         });
         exe.stamp(now);
-        let enqueued = !fx.emits.is_empty() || !fx.spawns.is_empty();
+        let armed = fx
+            .timers
+            .iter()
+            .filter_map(|op| match op {
+                TimerOp::Schedule { fire_at, .. } => Some(*fire_at),
+                TimerOp::Cancel { .. } => None,
+            })
+            .collect();
+        let emits = fx.emits.clone();
+        let spawns = fx.spawns.clone();
         let commit = Commit {
             emits: fx.emits,
             processed_event_id: event_id,
-            timers: fx.timers.into_iter().map(store_timer).collect(),
-            spawns: fx
-                .spawns
-                .into_iter()
-                .map(|s| Spawn {
-                    child_id: s.child_id,
-                    root_path: s.root_path,
-                    context: s.context,
-                })
-                .collect(),
+            timers: fx.timers,
+            spawns: fx.spawns,
             trace,
         };
-        self.store.commit(exe, commit).await?;
-        Ok(enqueued)
-    }
-
-    /// Create and start one pending child, idempotently (a re-run fork keeps progress). An
-    /// orthogonal region runs its parent's definition with only what the fork passed down; a
-    /// submachine child runs the machine named by the `__invoke_fqn__` its spawn carries,
-    /// with that machine's context defaults, and records the FQN so any worker can resolve
-    /// it again. Either inherits the parent's priority.
-    async fn create_spawn(&self, entry: &SpawnEntry) -> Result<(), RuntimeError> {
-        if self.store.load(&entry.child_id).await?.is_some() {
-            return Ok(());
+        let seqs = store.commit(exe, commit).await?;
+        if seqs.len() != emits.len() {
+            return Err(RuntimeError::Store(harel_store::StoreError::Other(
+                format!(
+                    "the store returned {} outbox seqs for {} emits",
+                    seqs.len(),
+                    emits.len()
+                ),
+            )));
         }
-        let mut context = entry.context.clone();
-        let submachine = match context.shift_remove(INVOKE_FQN_KEY) {
-            None => None,
-            Some(Value::String(fqn)) => {
-                let defn = self.resolve_machine(&fqn)?;
-                context = with_defaults(&defn.context_schema, &context);
-                Some((SmolStr::from(&defn.id), SmolStr::from(fqn)))
-            }
-            Some(other) => {
-                return Err(RuntimeError::UnresolvedSubmachine(format!(
-                    "{INVOKE_FQN_KEY} of spawn {:?} is not a name: {other}",
-                    entry.child_id
-                )))
-            }
-        };
-        let parent = self.store.load(&entry.parent_id).await?;
-        let Some(parent) = parent else {
-            return Err(RuntimeError::NotFound(entry.parent_id.to_string()));
-        };
-        let (definition_id, fqn) = match submachine {
-            Some((id, fqn)) => (id, Some(fqn)),
-            None => (parent.definition_id.clone(), None),
-        };
-        let mut child = Execution::new(definition_id).with_id(entry.child_id.clone());
-        child.definition_fqn = fqn;
-        child.root_path = entry.root_path.clone();
-        child.context = context;
-        child.parent_id = Some(entry.parent_id.clone());
-        child.child_id = Some(entry.child_id.clone());
-        child.priority = parent.priority;
-        self.run_step(&mut child, StepKind::Start).await?;
-        Ok(())
-    }
-
-    /// harel `_resolve_machine`: a submachine by its FQN among the registered definitions
-    /// (inline and imported machines are registered under their FQN).
-    fn resolve_machine(&self, fqn: &str) -> Result<&Definition, RuntimeError> {
-        self.definitions
-            .get(fqn)
-            .map(Arc::as_ref)
-            .ok_or_else(|| RuntimeError::UnresolvedSubmachine(fqn.to_string()))
-    }
-
-    /// Drive deferred work to quiescence: create pending regions, deliver pending outbox
-    /// events (deduped). Reads the durable store, so an interrupted relay resumes. Returns
-    /// the executions it committed a step of (an execution not among them is as its caller
-    /// last committed it: no need to read it back).
-    pub async fn flush(&self) -> Result<BTreeSet<SmolStr>, RuntimeError> {
-        let mut touched = BTreeSet::new();
-        loop {
-            let spawns = self.store.pending_spawns().await?;
-            let outbox = self.store.pending_outbox().await?;
-            if spawns.is_empty() && outbox.is_empty() {
-                return Ok(touched);
-            }
-            for s in &spawns {
-                self.create_spawn(s).await?;
-                touched.insert(s.child_id.clone());
-            }
-            for s in &spawns {
-                self.store.ack_spawn(s.seq).await?;
-            }
-            for entry in outbox {
-                if let Some(target_id) = &entry.target_id {
-                    if let Some(mut target) = self.store.load(target_id).await? {
-                        if !self.store.is_processed(&target.id, &entry.event.id).await? {
-                            self.apply_event(&mut target, &entry.event).await?;
-                            touched.insert(target.id.clone());
-                        }
-                    }
-                }
-                self.store.ack_outbox(entry.seq).await?;
-            }
-        }
-    }
-
-    /// Deliver a fired timer's `Timeout` inline, then relay.
-    pub async fn deliver_timeout(
-        &self,
-        execution_id: &str,
-        event: &Event,
-    ) -> Result<(), RuntimeError> {
-        if let Some(mut target) = self.store.load(execution_id).await? {
-            if !self.store.is_processed(&target.id, &event.id).await? {
-                self.apply_event(&mut target, event).await?;
-                self.flush().await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Deliver every timer due now, one at a time (two timers of one execution must not
-    /// race), and remove it. A SUSPENDED execution's timers stay armed. Timers another
-    /// writer armed outside the store's time index (harel Python's) are included.
-    pub async fn fire_due_timers(&self) -> Result<usize, RuntimeError> {
-        let mut fired = 0;
-        let now = self.clock.now();
-        let mut due = self.store.due_timers(now).await?;
-        due.extend(self.store.legacy_due_timers(now).await?);
-        due.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
-        for due in due {
-            let exe = self.store.load(&due.execution_id).await?;
-            if exe.as_ref().is_some_and(|e| e.status == Status::Suspended) {
-                continue;
-            }
-            if exe.is_some_and(|e| self.definitions.contains_key(e.definition_id.as_str())) {
-                let event = timeout_event(&due.execution_id, &due.path, due.fire_at);
-                self.deliver_timeout(&due.execution_id, &event).await?;
-            }
-            self.store
-                .delete_timer(&due.execution_id, &due.path, due.fire_at)
-                .await?;
-            fired += 1;
-        }
-        Ok(fired)
-    }
-
-    /// Process one event for `exe`: a domain event goes to its live regions when it has any
-    /// (and restarts its `ttl`), anything else to `exe` itself; then relay. Returns what the
-    /// relay committed a step of ([`Driver::flush`]).
-    pub async fn inject(
-        &self,
-        exe: &mut Execution,
-        event: &Event,
-    ) -> Result<BTreeSet<SmolStr>, RuntimeError> {
-        let mut live = Vec::new();
-        for (cid, cs) in &exe.children {
-            if !cs.finished && !cs.submachine {
-                if let Some(child) = self.store.load(cid).await? {
-                    live.push(child);
-                }
-            }
-        }
-        let broadcast = !CONTROL_EVENTS.contains(&event.kind.as_str()) && !live.is_empty();
-        if broadcast {
-            for mut target in live {
-                if !self.store.is_processed(&target.id, &event.id).await? {
-                    self.apply_event(&mut target, event).await?;
-                }
-            }
-            self.rearm_ttl(exe, event).await?;
-        } else if !self.store.is_processed(&exe.id, &event.id).await? {
-            self.apply_event(exe, event).await?;
-        }
-        self.flush().await
-    }
-
-    /// `run_step` for an event the caller found unprocessed. If another writer committed it
-    /// meanwhile, the commit's mark condition refuses this one (nothing written): that is
-    /// the event done, and `exe`, advanced in memory only, is reloaded.
-    async fn apply_event(&self, exe: &mut Execution, event: &Event) -> Result<(), RuntimeError> {
-        match self.run_step(exe, StepKind::Event(event)).await {
-            Ok(_) => Ok(()),
-            Err(RuntimeError::Store(e)) if e.is_already_processed() => self.reload(exe).await,
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn reload(&self, exe: &mut Execution) -> Result<(), RuntimeError> {
-        *exe = self
-            .store
-            .load(&exe.id)
-            .await?
-            .ok_or_else(|| RuntimeError::NotFound(exe.id.to_string()))?;
-        Ok(())
-    }
-
-    /// A broadcast never runs `process` on the parent, but it is activity for its `ttl`.
-    async fn rearm_ttl(&self, exe: &mut Execution, event: &Event) -> Result<(), RuntimeError> {
-        let delay = ttl_delay(self.definition_for(exe)?, exe);
-        let Some(delay) = delay else {
-            return Ok(());
-        };
-        if self.store.is_processed(&exe.id, &event.id).await? {
-            return Ok(());
-        }
-        let now = self.clock.now();
-        let fire_at = now + delay;
-        exe.expires_at = Some(fire_at);
-        exe.stamp(now);
-        let commit = Commit {
-            processed_event_id: Some(event.id.clone()),
-            timers: vec![harel_store::TimerOp::Schedule {
-                path: TTL_PATH.into(),
-                fire_at,
-            }],
-            ..Commit::default()
-        };
-        match self.store.commit(exe, commit).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_already_processed() => self.reload(exe).await,
-            Err(e) => Err(e.into()),
-        }
-    }
-}
-
-fn store_timer(op: TimerOp) -> harel_store::TimerOp {
-    match op {
-        TimerOp::Schedule { path, fire_at } => harel_store::TimerOp::Schedule { path, fire_at },
-        TimerOp::Cancel { path } => harel_store::TimerOp::Cancel { path },
+        let outbox = seqs
+            .into_iter()
+            .zip(emits)
+            .map(|(seq, (target_id, event))| OutboxEntry {
+                seq,
+                target_id,
+                event,
+            })
+            .collect();
+        Ok(Stepped {
+            outbox,
+            spawns,
+            armed,
+        })
     }
 }

@@ -1,11 +1,13 @@
 //! Drives the pure engine over stored executions (harel `driving.py` + `hosting.py`):
 //! actions bound by name, the effect loop and its error routing, one atomic commit per
-//! step, the inline relay (regions created, emits delivered) and timers on a clock.
+//! step ([`Driver`]), and the delivery of what a step enqueued ([`delivery`]), inline (the
+//! embedded [`DurableRunner`]) or through a queue (the Lambda functions, the control plane).
 //! The runner's control methods (`cancel`, `terminate`, `suspend`, `resume`, `redrive`) are
 //! `harel-control`'s commands followed, like harel's, by the inline relay.
 
 pub mod actions;
 pub mod clock;
+pub mod delivery;
 mod driver;
 mod error;
 mod runner;
@@ -17,7 +19,9 @@ pub use actions::{
     ActionRegistry,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use driver::{ActionErrorPolicy, ActionKeys, CONTROL_EVENTS};
+pub use delivery::queue::{relay, DeliverError, RelayReport};
+pub use delivery::{Delivered, CONTROL_EVENTS};
+pub use driver::{ActionErrorPolicy, ActionKeys, Driver, Stepped};
 pub use error::RuntimeError;
 pub use harel_control::{Archive, ControlError, JsonlArchive, PurgeFinished, PurgeReport};
 pub use harel_engine::ActionError;

@@ -11,17 +11,15 @@ use harel_model::{Definition, Event, Execution, Object};
 use harel_store::ExecutionStore;
 
 use crate::actions::ActionRegistry;
-use crate::clock::{Clock, SystemClock};
-use crate::driver::{ActionErrorPolicy, Driver, StepKind};
+use crate::clock::Clock;
+use crate::delivery::inline::Inline;
+use crate::driver::{ActionErrorPolicy, Driver};
 use crate::RuntimeError;
 
+/// The [`Driver`] over one store, delivering inline.
 pub struct DurableRunner<S> {
     store: S,
-    definitions: HashMap<String, Arc<Definition>>,
-    registry: ActionRegistry,
-    clock: Arc<dyn Clock>,
-    policy: ActionErrorPolicy,
-    trace: bool,
+    driver: Driver,
 }
 
 /// The definitions by id, with every submachine they carry (inline machines, imported
@@ -50,34 +48,35 @@ impl<S: ExecutionStore> DurableRunner<S> {
 
     /// A runner over definitions already registered (by [`register`]): shared, not copied.
     pub fn with_registered(store: S, definitions: HashMap<String, Arc<Definition>>) -> Self {
-        DurableRunner {
+        Self::with_driver(
             store,
-            definitions,
-            registry: ActionRegistry::with_stdlib(),
-            clock: Arc::new(SystemClock),
-            policy: ActionErrorPolicy::Fail,
-            trace: false,
-        }
+            Driver::with_registered(definitions, ActionRegistry::with_stdlib()),
+        )
+    }
+
+    /// A runner over `store` for an already configured driver.
+    pub fn with_driver(store: S, driver: Driver) -> Self {
+        DurableRunner { store, driver }
     }
 
     pub fn with_registry(mut self, registry: ActionRegistry) -> Self {
-        self.registry = registry;
+        self.driver = self.driver.with_registry(registry);
         self
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.driver = self.driver.with_clock(clock);
         self
     }
 
     pub fn with_policy(mut self, policy: ActionErrorPolicy) -> Self {
-        self.policy = policy;
+        self.driver = self.driver.with_policy(policy);
         self
     }
 
     /// Record one timeline step per commit (the store's trace).
     pub fn with_trace(mut self, trace: bool) -> Self {
-        self.trace = trace;
+        self.driver = self.driver.with_trace(trace);
         self
     }
 
@@ -85,22 +84,22 @@ impl<S: ExecutionStore> DurableRunner<S> {
         &self.store
     }
 
+    pub fn driver(&self) -> &Driver {
+        &self.driver
+    }
+
     pub fn registry_mut(&mut self) -> &mut ActionRegistry {
-        &mut self.registry
+        self.driver.registry_mut()
     }
 
     pub fn definition(&self, id: &str) -> Option<&Definition> {
-        self.definitions.get(id).map(Arc::as_ref)
+        self.driver.definition(id).map(Arc::as_ref)
     }
 
-    fn driver(&self) -> Driver<'_, S> {
-        Driver {
-            definitions: &self.definitions,
+    fn inline(&self) -> Inline<'_, S> {
+        Inline {
+            driver: &self.driver,
             store: &self.store,
-            registry: &self.registry,
-            clock: self.clock.as_ref(),
-            policy: self.policy,
-            trace: self.trace,
         }
     }
 
@@ -138,9 +137,8 @@ impl<S: ExecutionStore> DurableRunner<S> {
             exe.id = id.into();
         }
         exe.context = context;
-        let driver = self.driver();
-        driver.run_step(&mut exe, StepKind::Start).await?;
-        let touched = driver.flush().await?;
+        self.driver.step(&self.store, &mut exe, None).await?;
+        let touched = self.inline().flush().await?;
         self.current(exe, &touched).await
     }
 
@@ -167,10 +165,9 @@ impl<S: ExecutionStore> DurableRunner<S> {
         event: &Event,
     ) -> Result<Execution, RuntimeError> {
         let mut exe = self.loaded(execution_id).await?;
-        let driver = self.driver();
-        let defn = driver.definition_for(&exe)?;
+        let defn = self.driver.definition_for(&exe)?;
         check_event(&defn.events, &event.kind, &event.data)?;
-        let touched = driver.inject(&mut exe, event).await?;
+        let touched = self.inline().inject(&mut exe, event).await?;
         self.current(exe, &touched).await
     }
 
@@ -182,27 +179,24 @@ impl<S: ExecutionStore> DurableRunner<S> {
         exe: &mut Execution,
         event: Option<&Event>,
     ) -> Result<bool, RuntimeError> {
-        let kind = match event {
-            None => StepKind::Start,
-            Some(ev) => StepKind::Event(ev),
-        };
-        self.driver().run_step(exe, kind).await
+        let stepped = self.driver.step(&self.store, exe, event).await?;
+        Ok(!stepped.is_empty())
     }
 
     /// Deliver every timer due on this runner's clock; returns how many fired.
     pub async fn fire_due_timers(&self) -> Result<usize, RuntimeError> {
-        self.driver().fire_due_timers().await
+        self.inline().fire_due_timers().await
     }
 
     /// Drain what an interrupted relay left (pending spawns and outbox entries).
     pub async fn recover(&self) -> Result<(), RuntimeError> {
-        self.driver().flush().await.map(|_| ())
+        self.inline().flush().await.map(|_| ())
     }
 
     /// The Definition the control plane decides against: the execution's own.
     async fn control_target(&self, execution_id: &str) -> Result<&Definition, RuntimeError> {
         let exe = self.loaded(execution_id).await?;
-        self.driver().definition_for(&exe)
+        self.driver.definition_for(&exe)
     }
 
     /// harel `DurableRunner.cancel`: cooperative when the machine models `Cancel` (the
@@ -215,17 +209,17 @@ impl<S: ExecutionStore> DurableRunner<S> {
         reason: Option<Object>,
     ) -> Result<Execution, RuntimeError> {
         let defn = self.control_target(execution_id).await?;
-        let now = self.clock.now();
+        let now = self.driver.now();
         let reason = reason.unwrap_or_default();
         harel_control::cancel_with_reason(&self.store, defn, execution_id, reason, now).await?;
         // harel flushes the whole outbox here, not only this Cancel (`driver._flush_flow`)
-        self.driver().flush().await?;
+        self.inline().flush().await?;
         self.loaded(execution_id).await
     }
 
     /// Forceful cancel: CANCELLED at once, no hooks; regions too.
     pub async fn terminate(&self, execution_id: &str) -> Result<Execution, RuntimeError> {
-        harel_control::terminate(&self.store, execution_id, self.clock.now()).await?;
+        harel_control::terminate(&self.store, execution_id, self.driver.now()).await?;
         self.loaded(execution_id).await
     }
 
@@ -233,13 +227,13 @@ impl<S: ExecutionStore> DurableRunner<S> {
     /// SUSPENDED is consumed without effect (harel's engine ignores a domain event unless
     /// RUNNING; only the queue worker parks messages).
     pub async fn suspend(&self, execution_id: &str) -> Result<Execution, RuntimeError> {
-        harel_control::suspend(&self.store, execution_id, self.clock.now()).await?;
+        harel_control::suspend(&self.store, execution_id, self.driver.now()).await?;
         self.loaded(execution_id).await
     }
 
     /// SUSPENDED -> RUNNING, continuing where it stopped; regions too.
     pub async fn resume(&self, execution_id: &str) -> Result<Execution, RuntimeError> {
-        harel_control::resume(&self.store, execution_id, self.clock.now()).await?;
+        harel_control::resume(&self.store, execution_id, self.driver.now()).await?;
         self.loaded(execution_id).await
     }
 
@@ -257,7 +251,7 @@ impl<S: ExecutionStore> DurableRunner<S> {
             defn,
             execution_id,
             target_path,
-            self.clock.now(),
+            self.driver.now(),
         )
         .await?;
         self.loaded(execution_id).await
@@ -282,7 +276,7 @@ impl<S: ExecutionStore> DurableRunner<S> {
         archive: Option<&mut (dyn harel_control::Archive + Send + 'static)>,
     ) -> Result<harel_control::PurgeReport, RuntimeError> {
         let options = harel_control::PurgeFinished {
-            now: self.clock.now(),
+            now: self.driver.now(),
             ..options
         };
         Ok(harel_control::purge_finished(&self.store, &options, archive).await?)

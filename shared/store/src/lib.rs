@@ -9,6 +9,7 @@
 use std::future::Future;
 
 use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr, Status};
+pub use harel_model::{Spawn, TimerOp};
 
 #[cfg(feature = "contract")]
 pub mod contract;
@@ -39,23 +40,6 @@ pub struct SpawnEntry {
     pub child_id: SmolStr,
     pub root_path: SmolStr,
     pub context: Object,
-}
-
-/// A child to spawn, as a step hands it to `commit`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Spawn {
-    pub child_id: SmolStr,
-    pub root_path: SmolStr,
-    pub context: Object,
-}
-
-/// A durable-timer mutation applied atomically with a commit, keyed by (execution, path).
-#[derive(Clone, Debug, PartialEq)]
-pub enum TimerOp {
-    /// Arm (upsert) the timer for `path` to fire at `fire_at` (epoch seconds).
-    Schedule { path: SmolStr, fire_at: f64 },
-    /// Disarm the timer for `path`.
-    Cancel { path: SmolStr },
 }
 
 /// A timer that is due: (execution_id, path, fire_at).

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use harel_idempotency::Client as IdempotencyClient;
-use harel_lambda::{Driver, RelayReport, Worker};
+use harel_lambda::{RelayReport, Worker};
 use harel_sqs::{Outgoing, Transport};
 use harel_store::ExecutionStore;
 
@@ -18,11 +18,10 @@ pub async fn send<T: Transport>(transport: &T, group: &str, body: String) {
 }
 
 /// One relay invocation over the worker's store, transport and driver (30 s to run).
-pub async fn relay<S, T, D, C>(worker: &Worker<S, T, D, C>) -> RelayReport
+pub async fn relay<S, T, C>(worker: &Worker<S, T, C>) -> RelayReport
 where
     S: ExecutionStore + 'static,
     T: Transport + 'static,
-    D: Driver,
     C: IdempotencyClient + 'static,
 {
     harel_lambda::relay(

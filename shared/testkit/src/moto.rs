@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::{Config, Driver, Role, Worker};
+use harel_lambda::{Config, Role, Worker};
+use harel_runtime::Driver;
 use harel_sqs::SqsTransport;
 
 use crate::config::config_from;
 
 /// A worker over this stack's tables and queue, without the idempotency layer.
-pub type MotoWorker<D> = Worker<DynamoDbStore, SqsTransport, D, harel_idempotency::MemoryClient>;
+pub type MotoWorker = Worker<DynamoDbStore, SqsTransport, harel_idempotency::MemoryClient>;
 
 /// The moto server's URL; a test run outside `scripts/with-moto.sh` fails here, saying so
 /// (it never passes without having run).
@@ -117,7 +118,7 @@ impl MotoStack {
 
     /// A worker over this stack (its own store client, the transport with the DLQ), driving
     /// `driver`, configured with `extra` settings.
-    pub fn worker<D: Driver>(&self, driver: D, extra: &[(&str, &str)]) -> Arc<MotoWorker<D>> {
+    pub fn worker(&self, driver: Driver, extra: &[(&str, &str)]) -> Arc<MotoWorker> {
         Arc::new(Worker::new(
             self.store(),
             self.transport(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harel_idempotency::Client as IdempotencyClient;
-use harel_lambda::{Driver, Handled, Record, RecordError, Worker};
+use harel_lambda::{Handled, Record, RecordError, Worker};
 use harel_sqs::{MemoryTransport, Received, SqsTransport, Transport};
 use harel_store::ExecutionStore;
 
@@ -24,14 +24,13 @@ pub fn records(received: &[Received]) -> Vec<Record> {
 
 /// One batch from `source` to `worker`; the records' outcomes in batch order (empty: the
 /// queue had nothing visible).
-pub async fn pump_once<S, T, D, C>(
+pub async fn pump_once<S, T, C>(
     source: &SqsTransport,
-    worker: &Arc<Worker<S, T, D, C>>,
+    worker: &Arc<Worker<S, T, C>>,
 ) -> Vec<Outcome>
 where
     S: ExecutionStore + 'static,
     T: Transport + 'static,
-    D: Driver,
     C: IdempotencyClient + 'static,
 {
     let got = source
@@ -61,14 +60,10 @@ where
 
 /// Batches until the queue is empty; every record must succeed. What became of each, in
 /// order.
-pub async fn pump<S, T, D, C>(
-    source: &SqsTransport,
-    worker: &Arc<Worker<S, T, D, C>>,
-) -> Vec<Handled>
+pub async fn pump<S, T, C>(source: &SqsTransport, worker: &Arc<Worker<S, T, C>>) -> Vec<Handled>
 where
     S: ExecutionStore + 'static,
     T: Transport + 'static,
-    D: Driver,
     C: IdempotencyClient + 'static,
 {
     let mut all = Vec::new();
@@ -84,14 +79,13 @@ where
 
 /// The in-memory twin of `pump`: batches from `transport` until it is empty; every record
 /// must succeed.
-pub async fn memory_pump<S, T, D, C>(
+pub async fn memory_pump<S, T, C>(
     transport: &MemoryTransport,
-    worker: &Arc<Worker<S, T, D, C>>,
+    worker: &Arc<Worker<S, T, C>>,
 ) -> Vec<Handled>
 where
     S: ExecutionStore + 'static,
     T: Transport + 'static,
-    D: Driver,
     C: IdempotencyClient + 'static,
 {
     let mut all = Vec::new();

@@ -214,7 +214,7 @@ pub async fn reference(scripts: &[Script]) -> Result<Reference, RuntimeError> {
                     .await?
                     .expect("a scripted execution exists");
                 if has_live_regions(&runner.store().inner, &exe).await
-                    && !harel_lambda::worker::CONTROL_EVENTS.contains(&event.kind.as_str())
+                    && !harel_runtime::CONTROL_EVENTS.contains(&event.kind.as_str())
                 {
                     broadcasts
                         .entry(s.execution_id.clone())

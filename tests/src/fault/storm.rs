@@ -187,7 +187,7 @@ impl Storm {
             tasks.spawn(async move {
                 for s in &chunk {
                     if phase == 0 {
-                        let body = harel_lambda::create_body(
+                        let body = harel_sqs::create_body(
                             s.machine,
                             s.context.clone(),
                             Some(&s.execution_id),

@@ -13,15 +13,16 @@ use aws_sdk_dynamodb::types::{
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
-use harel_lambda::{Config, Role, RuntimeDriver, Worker};
+use harel_lambda::{Config, Role, Worker};
 use harel_model::Definition;
+use harel_runtime::Driver;
 use harel_runtime::ManualClock;
 use harel_sqs::SqsTransport;
 
 use super::connector::{FaultyClient, InvocationFaults};
 use super::FaultError;
 
-pub type StormWorker = Worker<DynamoDbStore, SqsTransport, RuntimeDriver, aws_sdk_dynamodb::Client>;
+pub type StormWorker = Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>;
 
 /// The moto endpoint, or the reason the storm cannot run.
 pub fn endpoint() -> Result<String, FaultError> {
@@ -168,8 +169,8 @@ impl World {
         .expect("the storm's configuration is valid")
     }
 
-    pub fn driver(&self) -> RuntimeDriver {
-        RuntimeDriver::new(self.definitions.clone(), harel_app::actions::actions())
+    pub fn driver(&self) -> Driver {
+        Driver::new(self.definitions.clone(), harel_app::actions::actions())
             .with_clock(Arc::new(self.clock.clone()))
     }
 

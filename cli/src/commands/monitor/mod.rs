@@ -437,13 +437,13 @@ machine Flow {
         let moto = harel_testkit::MotoStack::new("mon").await;
         let store = moto.store();
         let defn = machine();
-        let driver = harel_lambda::RuntimeDriver::new(
+        let driver = harel_runtime::Driver::new(
             vec![defn.clone()],
             harel_runtime::ActionRegistry::with_stdlib(),
         );
         let worker = moto.worker(driver, &[]);
         let (client, source) = (moto.transport(), moto.source());
-        let body = harel_lambda::create_body("Flow", harel_model::Object::new(), Some("mon-1"));
+        let body = harel_sqs::create_body("Flow", harel_model::Object::new(), Some("mon-1"));
         harel_testkit::send(&client, "mon-1", body).await;
         harel_testkit::pump(&source, &worker).await;
 

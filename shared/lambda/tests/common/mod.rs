@@ -7,16 +7,16 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use harel_lambda::{BatchOutcome, Config, Record, Role, RuntimeDriver, Worker};
+use harel_lambda::{BatchOutcome, Config, Record, Role, Worker};
 use harel_model::Definition;
+use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, ManualClock};
 use harel_sqs::{MemoryTransport, Received};
 
 pub mod shared;
 pub use shared::Shared;
 
-pub type TestWorker =
-    Worker<Shared, Arc<MemoryTransport>, RuntimeDriver, harel_idempotency::MemoryClient>;
+pub type TestWorker = Worker<Shared, Arc<MemoryTransport>, harel_idempotency::MemoryClient>;
 
 pub fn flow() -> Definition {
     let text = include_str!("../machines/flow.json");
@@ -75,8 +75,8 @@ pub fn harness(idempotent: bool) -> Harness {
     let transport = Arc::new(MemoryTransport::new());
     let clock = ManualClock::new(1_000.0);
     let counted = Arc::new(AtomicUsize::new(0));
-    let driver = RuntimeDriver::new(vec![flow()], actions(counted.clone()))
-        .with_clock(Arc::new(clock.clone()));
+    let driver =
+        Driver::new(vec![flow()], actions(counted.clone())).with_clock(Arc::new(clock.clone()));
     let idempotency = idempotent.then(|| {
         let layer = harel_idempotency::DynamoDbPersistenceLayer::new(
             harel_idempotency::MemoryClient::new("id"),
