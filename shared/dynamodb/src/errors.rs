@@ -12,7 +12,7 @@ use crate::codec::CodecError;
 /// `IdempotentParameterMismatchException` too: a commit's `ClientRequestToken` reused by a
 /// different request within DynamoDB's 10 minutes. The tokens digest the whole write, so it
 /// takes two byte-identical writes; reloading and deciding again is the safe answer.
-pub const RETRYABLE_CODES: [&str; 10] = [
+pub(crate) const RETRYABLE_CODES: [&str; 10] = [
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",

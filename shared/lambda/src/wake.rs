@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 
 /// The payload's key: `{"harel:wake": {"until": 1700000000.5}}` (epoch seconds).
-pub const WAKE_KIND: &str = "harel:wake";
+pub(crate) const WAKE_KIND: &str = "harel:wake";
 
 #[derive(Debug, thiserror::Error)]
 #[error("could not wake the sweeper {function}: {message}")]
@@ -28,7 +28,7 @@ pub trait Waker: Send + Sync {
 }
 
 /// The body a wake carries.
-pub fn wake_payload(until: f64) -> Value {
+pub(crate) fn wake_payload(until: f64) -> Value {
     json!({ WAKE_KIND: { "until": until } })
 }
 

@@ -26,13 +26,13 @@ use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 use serde_json::{json, Map, Value};
 
 /// Set by Lambda when tracing is active: where the X-Ray daemon listens (`host:port`, UDP).
-pub const DAEMON_ADDRESS: &str = "AWS_XRAY_DAEMON_ADDRESS";
+pub(crate) const DAEMON_ADDRESS: &str = "AWS_XRAY_DAEMON_ADDRESS";
 /// Set by the Lambda runtime for each invocation: `Root=...;Parent=...;Sampled=1`.
-pub const TRACE_HEADER: &str = "_X_AMZN_TRACE_ID";
+pub(crate) const TRACE_HEADER: &str = "_X_AMZN_TRACE_ID";
 
 /// The parts of a trace header a subsegment needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TraceHeader {
+pub(crate) struct TraceHeader {
     pub root: String,
     pub parent: String,
     pub sampled: bool,

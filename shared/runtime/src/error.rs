@@ -21,7 +21,7 @@ pub enum RuntimeError {
     UnknownDefinition(String),
     /// A spawn names a submachine no registered definition has as its FQN (harel's
     /// `ResolveError`): nothing of the spawn was done, it stays pending.
-    #[error("invoke {0:?}: no machine compiled in or loaded here has that FQN")]
+    #[error("invoke {0:?}: no machine is registered for that FQN")]
     UnresolvedSubmachine(String),
     #[error(transparent)]
     Context(#[from] ContextError),

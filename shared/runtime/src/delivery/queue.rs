@@ -28,12 +28,25 @@ pub enum DeliverError {
     Transport(#[from] TransportError),
     /// A spawn that cannot be created (an unknown submachine, a start the engine refuses):
     /// it stays pending for the relay and the operator.
-    #[error("spawn {seq} of {parent_id}: {source}")]
+    #[error("spawn {seq} of {parent_id}: {}", spawn_reason(source))]
     Spawn {
         seq: u64,
         parent_id: SmolStr,
         source: RuntimeError,
     },
+}
+
+/// Why a spawn failed, in a queue host's words: an unknown submachine is one the function was
+/// not deployed with.
+fn spawn_reason(source: &RuntimeError) -> String {
+    match source {
+        RuntimeError::UnresolvedSubmachine(fqn) => {
+            format!(
+                "invoke {fqn:?}: no machine compiled into or loaded by this function has that FQN"
+            )
+        }
+        other => other.to_string(),
+    }
 }
 
 /// [`create_child`] for a queue host: a store error is the store's (retried), anything else
