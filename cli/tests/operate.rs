@@ -794,3 +794,77 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
         "--retention-days \"soon\": expected whole days",
     );
 }
+
+#[tokio::test]
+async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them() {
+    let stack = Stack::new().await;
+    // nothing to check against: sent all the same (the worker decides), one line says so
+    let out = stack.harel(&[
+        "create",
+        "Order",
+        "--id",
+        "free-1",
+        "--context",
+        r#"{"items": 2}"#,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "free-1\n", "stdout keeps the id alone");
+    let said = text(&out.stderr);
+    let notes: Vec<&str> = said.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{said}");
+    has(
+        notes[0],
+        "note: machine Order and its context were not checked locally, no machines were given",
+    );
+    has(notes[0], "--machines DIR");
+    has(notes[0], "HAREL_MACHINES");
+    stack.pump().await;
+    let exe = stack
+        .store
+        .load("free-1")
+        .await
+        .expect("load")
+        .expect("created");
+    assert_eq!(exe.status, harel_model::Status::Running);
+
+    let out = stack.harel(&["send", "free-1", "-e", "PlaceOrder"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    has(&text(&out.stdout), "sent PlaceOrder to free-1");
+    has(
+        &text(&out.stderr),
+        "note: the events for machine Order were not checked locally, no machines were given",
+    );
+    stack.pump().await;
+
+    // cooperative or forceful is the machine's to say: without it, nothing is written
+    let out = stack.harel(&["cancel", "free-1"]);
+    assert_eq!(out.status.code(), Some(2), "usage: {}", text(&out.stderr));
+    has(
+        &text(&out.stderr),
+        "machine \"Order\" is unknown here, as no machines were given; cancel reads whether it models Cancel",
+    );
+    has(&text(&out.stderr), "--machines DIR");
+    let out = stack.harel(&["redrive", "free-1", "--to", "Cart"]);
+    assert_eq!(out.status.code(), Some(2), "usage: {}", text(&out.stderr));
+    has(&text(&out.stderr), "redrive checks --to against it");
+    let exe = stack
+        .store
+        .load("free-1")
+        .await
+        .expect("load")
+        .expect("there");
+    assert_eq!(exe.status, harel_model::Status::Running, "left alone");
+
+    // HAREL_MACHINES gives them when --machines does not: Order has no Cancel transition
+    let out = Command::new(env!("CARGO_BIN_EXE_harel"))
+        .args(["cancel", "free-1"])
+        .args(["--table-prefix", &stack.prefix, "--queue-url", &stack.queue])
+        .env("HAREL_MACHINES", APP_MACHINES)
+        .output()
+        .expect("harel runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    has(
+        &text(&out.stdout),
+        "cancel free-1: RUNNING -> CANCELLED, forceful",
+    );
+}
