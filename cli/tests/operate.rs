@@ -17,6 +17,8 @@ use serde_json::Value;
 
 const CONTROL_MACHINES: &str = "../shared/control/tests/machines/control.stm";
 const ORDER: &str = "../functions/app/machines/order.stm";
+/// The machines the test worker runs (the sample shop's), for the CLI's local checks.
+const APP_MACHINES: &str = "../functions/app/machines";
 
 type TestWorker = MotoWorker;
 
@@ -102,6 +104,7 @@ fn bare(args: &[&str]) -> Output {
         .env_remove("HAREL_TABLE_PREFIX")
         .env_remove("HAREL_QUEUE_URL")
         .env_remove("HAREL_STACK")
+        .env_remove("HAREL_MACHINES")
         .output()
         .expect("harel runs")
 }
@@ -120,6 +123,8 @@ async fn create_send_show_list_and_render_an_order() {
         "ord-1",
         "--context",
         r#"{"items": 2}"#,
+        "--machines",
+        APP_MACHINES,
     ]);
     assert_eq!(out, "ord-1\n", "create prints the id alone");
     assert_eq!(
@@ -128,7 +133,14 @@ async fn create_send_show_list_and_render_an_order() {
         "the create is a message, not a write"
     );
     stack.pump().await;
-    let out = stack.ok(&["send", "ord-1", "-e", "PlaceOrder"]);
+    let out = stack.ok(&[
+        "send",
+        "ord-1",
+        "-e",
+        "PlaceOrder",
+        "--machines",
+        APP_MACHINES,
+    ]);
     has(&out, "sent PlaceOrder to ord-1");
     stack.pump().await;
 
@@ -172,10 +184,17 @@ async fn create_send_show_list_and_render_an_order() {
 
     // three more orders, one of them finished: filters and paging
     for id in ["ord-2", "ord-3"] {
-        stack.ok(&["create", "Order", "--id", id]);
+        stack.ok(&["create", "Order", "--id", id, "--machines", APP_MACHINES]);
     }
     stack.pump().await;
-    stack.ok(&["send", "ord-3", "-e", "CancelOrder"]);
+    stack.ok(&[
+        "send",
+        "ord-3",
+        "-e",
+        "CancelOrder",
+        "--machines",
+        APP_MACHINES,
+    ]);
     stack.pump().await;
     let listed = stack.ok(&["list", "--machine", "Order"]);
     has(&listed, "ID");
@@ -224,6 +243,7 @@ async fn create_send_show_list_and_render_an_order() {
     // --wait returns once the worker has created it
     let waiting = Command::new(env!("CARGO_BIN_EXE_harel"))
         .args(["create", "Order", "--id", "ord-w", "--wait", "20"])
+        .args(["--machines", APP_MACHINES])
         .args(["--table-prefix", &stack.prefix, "--queue-url", &stack.queue])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -431,7 +451,14 @@ async fn trace_prints_a_timeline() {
     assert_eq!(doc["steps"].as_array().map(Vec::len), Some(3));
     assert_eq!(doc["steps"][1]["event_kind"], "PlaceOrder");
 
-    stack.ok(&["create", "Order", "--id", "untraced"]);
+    stack.ok(&[
+        "create",
+        "Order",
+        "--id",
+        "untraced",
+        "--machines",
+        APP_MACHINES,
+    ]);
     stack.pump().await;
     let out = stack.ok(&["trace", "untraced"]);
     has(&out, "0 steps");
@@ -464,23 +491,50 @@ async fn failures_say_what_to_fix() {
         "no execution \"nobody\"",
     );
     has(
-        &code(stack.harel(&["create", "Nope"]), 3),
+        &code(
+            stack.harel(&["create", "Nope", "--machines", APP_MACHINES]),
+            3,
+        ),
         "unknown machine \"Nope\": the functions run",
     );
     has(
-        &code(stack.harel(&["create", "Order", "--context", "[1]"]), 2),
+        &code(
+            stack.harel(&[
+                "create",
+                "Order",
+                "--context",
+                "[1]",
+                "--machines",
+                APP_MACHINES,
+            ]),
+            2,
+        ),
         "--context must be a JSON object",
     );
     has(
         &code(
-            stack.harel(&["create", "Order", "--context", r#"{"items": "many"}"#]),
+            stack.harel(&[
+                "create",
+                "Order",
+                "--context",
+                r#"{"items": "many"}"#,
+                "--machines",
+                APP_MACHINES,
+            ]),
             4,
         ),
         "--context does not fit machine Order",
     );
     has(
         &code(
-            bare(&["create", "Order", "--table-prefix", &stack.prefix]),
+            bare(&[
+                "create",
+                "Order",
+                "--table-prefix",
+                &stack.prefix,
+                "--machines",
+                APP_MACHINES,
+            ]),
             2,
         ),
         "no queue URL",
@@ -495,7 +549,16 @@ async fn failures_say_what_to_fix() {
     );
     // a long --wait notes its progress on stderr (nothing pumps the queue here)
     let slow = code(
-        stack.harel(&["create", "Order", "--id", "slow-1", "--wait", "3"]),
+        stack.harel(&[
+            "create",
+            "Order",
+            "--id",
+            "slow-1",
+            "--wait",
+            "3",
+            "--machines",
+            APP_MACHINES,
+        ]),
         1,
     );
     has(&slow, "waiting for the worker to create slow-1: ");
@@ -504,6 +567,7 @@ async fn failures_say_what_to_fix() {
     // the configuration the functions read works too
     let out = Command::new(env!("CARGO_BIN_EXE_harel"))
         .args(["create", "Order", "--id", "env-1"])
+        .args(["--machines", APP_MACHINES])
         .env("HAREL_TABLE_PREFIX", &stack.prefix)
         .env("HAREL_QUEUE_URL", &stack.queue)
         .output()
@@ -511,7 +575,17 @@ async fn failures_say_what_to_fix() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     stack.pump().await;
     has(
-        &code(stack.harel(&["create", "Order", "--id", "env-1"]), 4),
+        &code(
+            stack.harel(&[
+                "create",
+                "Order",
+                "--id",
+                "env-1",
+                "--machines",
+                APP_MACHINES,
+            ]),
+            4,
+        ),
         "execution \"env-1\" already exists",
     );
     // nothing listening where AWS is said to be
@@ -552,7 +626,16 @@ async fn stack_outputs_name_the_tables_and_the_queue() {
         .send()
         .await
         .expect("create stack");
-    let out = bare(&["create", "Order", "--id", "st-1", "--stack", &name]);
+    let out = bare(&[
+        "create",
+        "Order",
+        "--id",
+        "st-1",
+        "--stack",
+        &name,
+        "--machines",
+        APP_MACHINES,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     stack.pump().await;
     let out = bare(&["show", "st-1", "--stack", &name, "--json"]);
@@ -709,5 +792,79 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
     has(
         &text(&bad.stderr),
         "--retention-days \"soon\": expected whole days",
+    );
+}
+
+#[tokio::test]
+async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them() {
+    let stack = Stack::new().await;
+    // nothing to check against: sent all the same (the worker decides), one line says so
+    let out = stack.harel(&[
+        "create",
+        "Order",
+        "--id",
+        "free-1",
+        "--context",
+        r#"{"items": 2}"#,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "free-1\n", "stdout keeps the id alone");
+    let said = text(&out.stderr);
+    let notes: Vec<&str> = said.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{said}");
+    has(
+        notes[0],
+        "note: machine Order and its context were not checked locally, no machines were given",
+    );
+    has(notes[0], "--machines DIR");
+    has(notes[0], "HAREL_MACHINES");
+    stack.pump().await;
+    let exe = stack
+        .store
+        .load("free-1")
+        .await
+        .expect("load")
+        .expect("created");
+    assert_eq!(exe.status, harel_model::Status::Running);
+
+    let out = stack.harel(&["send", "free-1", "-e", "PlaceOrder"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    has(&text(&out.stdout), "sent PlaceOrder to free-1");
+    has(
+        &text(&out.stderr),
+        "note: the events for machine Order were not checked locally, no machines were given",
+    );
+    stack.pump().await;
+
+    // cooperative or forceful is the machine's to say: without it, nothing is written
+    let out = stack.harel(&["cancel", "free-1"]);
+    assert_eq!(out.status.code(), Some(2), "usage: {}", text(&out.stderr));
+    has(
+        &text(&out.stderr),
+        "machine \"Order\" is unknown here, as no machines were given; cancel reads whether it models Cancel",
+    );
+    has(&text(&out.stderr), "--machines DIR");
+    let out = stack.harel(&["redrive", "free-1", "--to", "Cart"]);
+    assert_eq!(out.status.code(), Some(2), "usage: {}", text(&out.stderr));
+    has(&text(&out.stderr), "redrive checks --to against it");
+    let exe = stack
+        .store
+        .load("free-1")
+        .await
+        .expect("load")
+        .expect("there");
+    assert_eq!(exe.status, harel_model::Status::Running, "left alone");
+
+    // HAREL_MACHINES gives them when --machines does not: Order has no Cancel transition
+    let out = Command::new(env!("CARGO_BIN_EXE_harel"))
+        .args(["cancel", "free-1"])
+        .args(["--table-prefix", &stack.prefix, "--queue-url", &stack.queue])
+        .env("HAREL_MACHINES", APP_MACHINES)
+        .output()
+        .expect("harel runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    has(
+        &text(&out.stdout),
+        "cancel free-1: RUNNING -> CANCELLED, forceful",
     );
 }

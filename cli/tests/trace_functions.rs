@@ -23,6 +23,9 @@ use serde_json::{json, Value};
 /// The ring size the functions are configured with here: the parent's six steps overflow it.
 const TRACE_MAX: usize = 4;
 
+/// The machines the functions run, for the CLI's checks before it sends.
+const APP_MACHINES: &str = "../functions/app/machines";
+
 struct Stack {
     prefix: String,
     queue: String,
@@ -79,6 +82,7 @@ impl Stack {
             .args(["--table-prefix", &self.prefix, "--queue-url", &self.queue])
             .env_remove("HAREL_TABLE_PREFIX")
             .env_remove("HAREL_QUEUE_URL")
+            .env_remove("HAREL_MACHINES")
             .output()
             .expect("harel runs")
     }
@@ -109,6 +113,8 @@ impl Stack {
             id,
             "--context",
             r#"{"items": 3, "unit_price": 20.0}"#,
+            "--machines",
+            APP_MACHINES,
         ]);
         self.pump().await;
         for event in [
@@ -116,7 +122,7 @@ impl Stack {
             r#"PaymentAuthorized:{"amount": 60.0}"#,
             "Delivered",
         ] {
-            self.ok(&["send", id, "-e", event]);
+            self.ok(&["send", id, "-e", event, "--machines", APP_MACHINES]);
             self.pump().await;
         }
         let exe = self.store.load(id).await.expect("load").expect("exists");
@@ -276,9 +282,16 @@ async fn with_the_trace_off_the_functions_write_none() {
 async fn a_region_the_relay_starts_after_a_crash_is_traced() {
     let stack = Stack::new("true").await;
     let id = "shop-crashed";
-    stack.ok(&["create", "ShopOrder", "--id", id]);
+    stack.ok(&[
+        "create",
+        "ShopOrder",
+        "--id",
+        id,
+        "--machines",
+        APP_MACHINES,
+    ]);
     stack.pump().await;
-    stack.ok(&["send", id, "-e", "PlaceOrder"]);
+    stack.ok(&["send", id, "-e", "PlaceOrder", "--machines", APP_MACHINES]);
     stack.pump().await;
     // a worker commits PaymentAuthorized (the fork) and dies before delivering its spawns
     let mut exe = stack.store.load(id).await.expect("load").expect("exists");

@@ -5,7 +5,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::anyhow;
 use harel_control::{CancelMode, Command, ControlError, ControlOutcome};
 use harel_model::Object;
 use harel_store::ExecutionStore;
@@ -110,15 +109,16 @@ pub async fn execute(request: Request) -> anyhow::Result<ExitCode> {
             };
             let machines = a.machines.load()?;
             let exe = stack.execution(id).await?;
-            let defn = machines.get(&exe.definition_id).map_err(|e| {
-                anyhow!("{e} (cancel reads the machine to tell whether it models Cancel)")
-            })?;
+            let defn = machines.get(
+                &exe.definition_id,
+                "cancel reads whether it models Cancel: cooperative if so, else forceful",
+            )?;
             harel_control::cancel_with_reason(store, defn, id, reason, at).await
         }
         Request::Redrive(a) => {
             let machines = a.machines.load()?;
             let exe = stack.execution(id).await?;
-            let defn = machines.get(&exe.definition_id)?;
+            let defn = machines.get(&exe.definition_id, "redrive checks --to against it")?;
             harel_control::redrive(store, defn, id, &a.to, at).await
         }
         Request::Terminate(_) => harel_control::terminate(store, id, at).await,

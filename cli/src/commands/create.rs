@@ -21,7 +21,7 @@ use super::stack::{Stack, StackArgs, AWS_HINT};
 
 #[derive(clap::Args)]
 pub struct CreateArgs {
-    /// The machine to start (its name, as compiled into the functions)
+    /// The machine to start (its name, as the functions run it)
     pub machine: String,
     /// The initial context, a JSON object (the machine's defaults fill the rest)
     #[arg(long, value_name = "JSON")]
@@ -55,23 +55,34 @@ pub fn json_object(raw: &str, what: &str) -> anyhow::Result<Object> {
 
 pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
     let machines = args.machines.load()?;
-    let defn = machines.get(&args.machine)?;
+    // with no machines at all there is nothing to check against: send it anyway, the worker
+    // is the one that decides; with some, an unknown name is more likely a typo
+    let defn = if machines.is_empty() {
+        None
+    } else {
+        Some(machines.get(
+            &args.machine,
+            "create checks the name and the context before sending",
+        )?)
+    };
+    let machine = args.machine.as_str();
     let context = match &args.context {
         Some(raw) => json_object(raw, "--context").map_err(super::exit::usage)?,
         None => Object::new(),
     };
     // the worker would dead-letter a context its schema refuses: say so before sending
-    check_context(
-        &defn.context_schema,
-        &with_defaults(&defn.context_schema, &context),
-        true,
-    )
-    .map_err(|e| {
-        super::exit::refused(format_args!(
-            "--context does not fit machine {}: {e}",
-            defn.id
-        ))
-    })?;
+    if let Some(defn) = defn {
+        check_context(
+            &defn.context_schema,
+            &with_defaults(&defn.context_schema, &context),
+            true,
+        )
+        .map_err(|e| {
+            super::exit::refused(format_args!(
+                "--context does not fit machine {machine}: {e}"
+            ))
+        })?;
+    }
     let id = args
         .id
         .clone()
@@ -93,7 +104,7 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
             existing.status, existing.definition_id
         )));
     }
-    let body = create_body(&defn.id, context, Some(&id));
+    let body = create_body(machine, context, Some(&id));
     // deterministic: the same create sent twice within SQS's five minutes is dropped
     let dedupe = DedupeKey::Explicit(format!("create-{id}")).dedupe_id(&id, "");
     let message = Outgoing::raw(id.clone(), dedupe, body)?;
@@ -103,21 +114,26 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
             transport.queue_url()
         ))
     })?;
+    if defn.is_none() {
+        eprintln!(
+            "{}",
+            machines.unchecked(machine, &format!("machine {machine} and its context were"))
+        );
+    }
     let status = match args.wait {
         Some(seconds) => Some(wait_for(&stack, &id, seconds).await?),
         None => None,
     };
     if args.json {
-        let out = json!({"execution_id": id, "machine": defn.id, "queued": true, "status": status});
+        let out = json!({"execution_id": id, "machine": machine, "queued": true, "status": status});
         println!("{out}");
     } else {
         println!("{id}");
         match status {
-            Some(status) => eprintln!("created: {} {id} is {status}", defn.id),
-            None => eprintln!(
-                "queued: the worker creates and starts {} {id} (harel show {id})",
-                defn.id
-            ),
+            Some(status) => eprintln!("created: {machine} {id} is {status}"),
+            None => {
+                eprintln!("queued: the worker creates and starts {machine} {id} (harel show {id})")
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -75,7 +75,8 @@ pub async fn execute(args: SendArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     // the worker dead-letters an event its declaration refuses: say so before sending
-    if let Some(defn) = machines.find(&exe.definition_id) {
+    let defn = machines.find(&exe.definition_id);
+    if let Some(defn) = defn {
         for ev in &events {
             check_event(&defn.events, &ev.kind, &ev.data).map_err(|e| {
                 super::exit::refused(format_args!("-e {}: machine {}: {e}", ev.kind, defn.id))
@@ -92,6 +93,10 @@ pub async fn execute(args: SendArgs) -> anyhow::Result<ExitCode> {
             transport.queue_url()
         ))
     })?;
+    if defn.is_none() {
+        let what = format!("the events for machine {} were", exe.definition_id);
+        eprintln!("{}", machines.unchecked(&exe.definition_id, &what));
+    }
     if args.json {
         let sent: Vec<_> = events
             .iter()

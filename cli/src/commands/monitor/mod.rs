@@ -61,6 +61,13 @@ async fn run(
 ) -> anyhow::Result<()> {
     let interval = Duration::from_secs_f64(args.interval.max(0.25));
     let mut app = App::new();
+    if machines.is_empty() {
+        // it still lists and controls; say up front what it cannot do
+        app.message = Some(
+            "no machines given (--machines DIR or HAREL_MACHINES): no statecharts drawn, cancel refused"
+                .into(),
+        );
+    }
     let mut refreshed: Option<Instant> = None;
     loop {
         if !app.paused && refreshed.is_none_or(|t| t.elapsed() >= interval) {
@@ -108,7 +115,7 @@ async fn run(
     }
 }
 
-/// The machine of execution `id`, when the monitor knows it (compiled in or `--machines`).
+/// The machine of execution `id`, when the monitor knows it (`--machines`, `HAREL_MACHINES`).
 async fn machine_of<'m, S: ExecutionStore>(
     store: &S,
     machines: &'m Machines,
@@ -154,7 +161,7 @@ async fn control<S: ExecutionStore>(
         Control::Terminate => harel_control::terminate(store, id, at).await,
         Control::Cancel => match machine {
             Some(defn) => harel_control::cancel(store, defn, id, at).await,
-            None => bail!("cancel reads the machine, unknown here: pass --machines FILE.stm, or terminate (t)"),
+            None => bail!("cancel reads the machine, unknown here: pass --machines DIR or FILE.stm (or set HAREL_MACHINES), or terminate (t)"),
         },
     };
     Ok(out?)
