@@ -8,11 +8,12 @@
 use anyhow::{anyhow, Context};
 use aws_config::SdkConfig;
 use harel_dynamodb::DynamoDbStore;
-use harel_lambda::config::{
-    parse_retention_days, DEFAULT_RETENTION_DAYS, QUEUE_URL, RETENTION_DAYS, TABLE_PREFIX,
-};
 use harel_model::Execution;
 use harel_sqs::SqsTransport;
+use harel_stack::{
+    parse_retention_days, retention_days, DEFAULT_RETENTION_DAYS, QUEUE_URL, RETENTION_DAYS,
+    TABLE_PREFIX,
+};
 use harel_store::{ExecutionStore, StoreError};
 
 use super::exit;
@@ -92,12 +93,9 @@ impl StackArgs {
         let queue_url = queue_url.or_else(|| env(QUEUE_URL));
         let retention = match retention.or_else(|| env(RETENTION_DAYS).map(|v| (RETENTION_DAYS, v)))
         {
-            None => parse_retention_days(&DEFAULT_RETENTION_DAYS.to_string())?,
-            Some((from, v)) => parse_retention_days(&v).map_err(|_| {
-                exit::usage(format_args!(
-                    "{from} {v:?}: expected whole days from 0 (keep forever) to 36500"
-                ))
-            })?,
+            None => retention_days(DEFAULT_RETENTION_DAYS),
+            Some((from, v)) => parse_retention_days(&v)
+                .map_err(|e| exit::usage(format_args!("{from} {v:?}: {e}")))?,
         };
         let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
             .with_context(|| format!("table prefix {prefix:?}"))?

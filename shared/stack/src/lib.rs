@@ -1,0 +1,99 @@
+//! The deployed stack's contract with everything that runs in it or operates it: the names of
+//! the configuration variables the functions read, with the defaults they apply. The functions
+//! (`harel-lambda`) and the operator tools (the `harel` CLI, which reads the same variables to
+//! find the same tables and queue) share it without depending on each other; `template.yaml`
+//! sets them.
+//!
+//! Only names, defaults and the parsing both sides must agree on: how each function reads its
+//! whole configuration is `harel_lambda::config`'s.
+
+use std::time::Duration;
+
+/// The prefix of the DynamoDB tables (`{prefix}_executions`, ...).
+pub const TABLE_PREFIX: &str = "HAREL_TABLE_PREFIX";
+/// The FIFO queue the worker reads and every client sends to.
+pub const QUEUE_URL: &str = "HAREL_QUEUE_URL";
+/// The queue's dead-letter queue (messages that can never succeed, with the reason).
+pub const DLQ_URL: &str = "HAREL_DLQ_URL";
+/// The Powertools-compatible idempotency table.
+pub const IDEMPOTENCY_TABLE: &str = "IDEMPOTENCY_TABLE";
+/// Seconds a message for a SUSPENDED execution stays hidden before it is looked at again.
+pub const SUSPEND_RECHECK: &str = "HAREL_SUSPEND_RECHECK_SECONDS";
+/// The longest a parked message stays hidden: the park delay doubles with every receive up
+/// to this cap.
+pub const SUSPEND_RECHECK_MAX: &str = "HAREL_SUSPEND_RECHECK_MAX_SECONDS";
+/// Groups of one batch the worker processes at the same time.
+pub const WORKER_CONCURRENCY: &str = "HAREL_WORKER_CONCURRENCY";
+/// The longest a sweeper sleeps between two looks at the next due time while a timer is due
+/// in its window (the precision for a timer armed while a sweeper runs).
+pub const SWEEP_INTERVAL: &str = "HAREL_SWEEP_INTERVAL_SECONDS";
+/// Seconds ahead a sweeper invocation covers: timers due that soon are its to fire (a
+/// schedule fires at most once a minute, so the default is the minute to the next tick).
+pub const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
+/// The compatibility Scan (timers harel Python armed, outside the time index) runs on the
+/// minutes this divides; 0: never (no Python writer shares the tables).
+pub const COMPAT_SWEEP_MINUTES: &str = "HAREL_COMPAT_SWEEP_MINUTES";
+/// Shards of the timers' `by_due` index: the same on every writer and sweeper of the tables.
+pub const TIMER_SHARDS: &str = "HAREL_TIMER_SHARDS";
+/// The sweeper function the worker wakes for a timer due before the next tick (empty: none).
+pub const SWEEPER_FUNCTION: &str = "HAREL_SWEEPER_FUNCTION";
+/// Milliseconds of an invocation's remaining time the relay and sweeper keep in reserve.
+pub const TIME_RESERVE: &str = "HAREL_TIME_RESERVE_MS";
+/// Seconds an idempotency record lives (Powertools' `expires_after_seconds`).
+pub const IDEMPOTENCY_EXPIRY: &str = "HAREL_IDEMPOTENCY_EXPIRY_SECONDS";
+/// harel's opt-in execution timeline ("true"/"false").
+pub const TRACE: &str = "HAREL_TRACE";
+/// Steps kept per execution when the trace is on.
+pub const TRACE_MAX: &str = "HAREL_TRACE_MAX";
+/// Days finished work is kept before DynamoDB's TTL removes it (0: forever). See
+/// `DynamoDbStore::with_retention` for what expires when.
+pub const RETENTION_DAYS: &str = "HAREL_RETENTION_DAYS";
+pub const DEFAULT_RETENTION_DAYS: u64 = 30;
+/// A century: past that a retention is a typo, and epoch seconds would stop being dates.
+pub const MAX_RETENTION_DAYS: u64 = 36_500;
+/// A directory of `.stm` files (with their imports) whose machines the functions run besides
+/// the compiled-in ones, loaded and validated at cold start (harel's `HAREL_DEFINITIONS_DIR`).
+pub const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
+/// The action map (JSON, TOML or YAML): actions bound to remote functions. Unset: the
+/// `actions.{json,toml,yaml,yml}` in `HAREL_DEFINITIONS_DIR`, if any.
+pub const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
+pub const REGION: &str = "AWS_REGION";
+pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
+/// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty
+/// in AWS, moto's for `sam local invoke`); takes precedence over `AWS_ENDPOINT_URL`.
+pub const LOCAL_ENDPOINT_URL: &str = "HAREL_ENDPOINT_URL";
+
+/// A retention that is not whole days from 0 to [`MAX_RETENTION_DAYS`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("expected whole days from 0 (keep forever) to {MAX_RETENTION_DAYS}")]
+pub struct InvalidRetention;
+
+/// `HAREL_RETENTION_DAYS` (also the CLI's `--retention-days`): whole days, 0 = keep forever.
+pub fn parse_retention_days(value: &str) -> Result<Duration, InvalidRetention> {
+    match value.trim().parse::<u64>() {
+        Ok(days) if days <= MAX_RETENTION_DAYS => Ok(retention_days(days)),
+        _ => Err(InvalidRetention),
+    }
+}
+
+/// `days` as a duration (the functions' default is [`DEFAULT_RETENTION_DAYS`]).
+pub fn retention_days(days: u64) -> Duration {
+    Duration::from_secs(days * 24 * 3600)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_is_whole_days_within_a_century() {
+        assert_eq!(
+            parse_retention_days(" 2 "),
+            Ok(Duration::from_secs(2 * 86_400))
+        );
+        assert_eq!(parse_retention_days("0"), Ok(Duration::ZERO));
+        for bad in ["-1", "1.5", "", "36501", "ten"] {
+            assert_eq!(parse_retention_days(bad), Err(InvalidRetention), "{bad:?}");
+        }
+    }
+}
