@@ -28,9 +28,11 @@ pub enum BootError {
     #[error("machine {id} of {file} has the name of a machine compiled into the functions")]
     DuplicateMachine { id: String, file: String },
     #[error("store: {0}")]
-    Store(String),
+    Tables(#[from] harel_dynamodb::TablesError),
+    #[error("store: {0}")]
+    Store(#[from] harel_store::StoreError),
     #[error("idempotency: {0}")]
-    Idempotency(String),
+    Idempotency(#[from] harel_idempotency::IdempotencyError),
 }
 
 /// `main` returning this error prints its Debug form: make that the readable reason.
@@ -221,12 +223,10 @@ pub async fn boot_with(
         sqs_conf = sqs_conf.interceptor(x.clone());
     }
     let dynamodb = aws_sdk_dynamodb::Client::from_conf(dynamodb_conf.build());
-    let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)
-        .map_err(|e| BootError::Store(e.to_string()))?
+    let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)?
         .with_trace_max(config.trace_max)
         .with_retention(config.retention)
-        .with_due_shards(config.timer_shards)
-        .map_err(|e| BootError::Store(e.to_string()))?;
+        .with_due_shards(config.timer_shards)?;
     let mut transport = SqsTransport::new(
         aws_sdk_sqs::Client::from_conf(sqs_conf.build()),
         config.queue_url.clone(),
@@ -240,10 +240,7 @@ pub async fn boot_with(
             let settings = IdempotencyConfig::default()
                 .event_key_jmespath("messageId")
                 .expires_after_seconds(config.idempotency_expiry.as_secs());
-            Some(
-                Idempotency::new(layer, settings, "harel_worker")
-                    .map_err(|e| BootError::Idempotency(e.to_string()))?,
-            )
+            Some(Idempotency::new(layer, settings, "harel_worker")?)
         }
         _ => None,
     };

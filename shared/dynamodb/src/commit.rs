@@ -158,7 +158,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     let trace_idx = match (&commit.trace, known_trace_max) {
         (Some(_), Some(max)) => Some(max.map_or(0, |m| m + 1)),
         (Some(_), None) => {
-            return Err(StoreError::Other(format!(
+            return Err(StoreError::other(format!(
                 "internal: the trace index of {:?} was not resolved before laying out its commit",
                 exe.id
             )))
@@ -284,7 +284,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
                 item.insert(
                     "fire_at".into(),
                     n_float(*fire_at).map_err(|e| {
-                        StoreError::Other(format!("timer {path:?} of {:?}: {e}", exe.id))
+                        StoreError::other(format!("timer {path:?} of {:?}: {e}", exe.id))
                     })?,
                 );
                 // beside harel's three attributes: puts the row in the sparse `by_due` index
@@ -473,7 +473,7 @@ pub fn send_outcome(
     if err.code() == Some("ConditionalCheckFailedException") {
         return Outcome::Conflict(None);
     }
-    Outcome::Failed(errors::classify("TransactWriteItems", &err))
+    Outcome::Failed(errors::classify("TransactWriteItems", err))
 }
 
 fn from_reasons(plan: &Plan, reasons: &[CancellationReason]) -> Outcome {
@@ -532,9 +532,9 @@ fn from_reasons(plan: &Plan, reasons: &[CancellationReason]) -> Outcome {
         .filter_map(|r| r.code())
         .any(|c| errors::RETRYABLE_REASONS.contains(&c));
     Outcome::Failed(if transient {
-        StoreError::Retryable(text)
+        StoreError::retryable(text)
     } else {
-        StoreError::Other(text)
+        StoreError::other(text)
     })
 }
 

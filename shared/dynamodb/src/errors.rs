@@ -44,22 +44,23 @@ pub fn describe<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::f
     }
 }
 
-/// The `StoreError` for a failed request of `op`.
-pub fn classify<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
-    op: &str,
-    err: &SdkError<E, R>,
-) -> StoreError {
-    let text = format!("DynamoDB {op}: {}", describe(err));
-    let transient = match err {
+/// The `StoreError` for a failed request of `op`, the SDK's error kept as its source.
+pub fn classify<E, R>(op: &str, err: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    let text = format!("DynamoDB {op}: {}", describe(&err));
+    let transient = match &err {
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => true,
         SdkError::ResponseError(_) => true,
         _ => err.code().is_some_and(|c| RETRYABLE_CODES.contains(&c)),
     };
-    if transient {
-        StoreError::Retryable(text)
-    } else {
-        StoreError::Other(text)
-    }
+    let classified = match transient {
+        true => StoreError::retryable(text),
+        false => StoreError::other(text),
+    };
+    classified.with_source(err)
 }
 
 pub fn corrupt(table: &str, err: CodecError) -> StoreError {

@@ -246,7 +246,7 @@ impl DynamoDbStore {
             .consistent_read(self.consistent_reads)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", &e))?;
+            .map_err(|e| errors::classify("GetItem", e))?;
         let Some(item) = resp.item() else {
             return Ok(None);
         };
@@ -299,7 +299,7 @@ impl DynamoDbStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| errors::classify("Query", &e))?;
+            .map_err(|e| errors::classify("Query", e))?;
         match resp.items().first() {
             Some(item) => Ok(Some(
                 get_u64(item, "idx").map_err(|e| errors::corrupt(&self.tables.trace(), e))?,
@@ -321,7 +321,7 @@ impl DynamoDbStore {
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
-            .map_err(|e| errors::classify("UpdateItem", &e))?;
+            .map_err(|e| errors::classify("UpdateItem", e))?;
         let attrs = resp.attributes().cloned().unwrap_or_default();
         let n = get_u64(&attrs, "n").map_err(|e| errors::corrupt(&self.tables.counters(), e))?;
         Ok(n + 1 - count)
@@ -348,7 +348,7 @@ impl DynamoDbStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", &e))?;
+            .map_err(|e| errors::classify("GetItem", e))?;
         resp.item()
             .map(|item| get_u64(item, "version"))
             .transpose()
@@ -371,7 +371,7 @@ impl DynamoDbStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", &e))?;
+            .map_err(|e| errors::classify("GetItem", e))?;
         Ok(resp.item().is_some())
     }
 
@@ -416,7 +416,7 @@ impl DynamoDbStore {
                         .return_consumed_capacity(ReturnConsumedCapacity::Total)
                         .send()
                         .await
-                        .map_err(|e| errors::classify("Query", &e))?;
+                        .map_err(|e| errors::classify("Query", e))?;
                     items.extend(resp.items().iter().cloned());
                     match resp.last_evaluated_key() {
                         Some(key) if !key.is_empty() && limit.is_none() => {
@@ -459,7 +459,7 @@ impl DynamoDbStore {
             let req = configure(self.client.scan().table_name(table))
                 .set_exclusive_start_key(start.take())
                 .return_consumed_capacity(ReturnConsumedCapacity::Total);
-            let resp = req.send().await.map_err(|e| errors::classify("Scan", &e))?;
+            let resp = req.send().await.map_err(|e| errors::classify("Scan", e))?;
             items.extend(resp.items().iter().cloned());
             pages += 1;
             on_page(pages, items.len());
@@ -491,7 +491,7 @@ impl DynamoDbStore {
             let resp = configure(req)
                 .send()
                 .await
-                .map_err(|e| errors::classify("Query", &e))?;
+                .map_err(|e| errors::classify("Query", e))?;
             items.extend(resp.items().iter().cloned());
             match resp.last_evaluated_key() {
                 Some(key) if !key.is_empty() => start = Some(key.clone()),
@@ -538,7 +538,7 @@ impl DynamoDbStore {
                     .request_items(table, pending)
                     .send()
                     .await
-                    .map_err(|e| errors::classify("BatchWriteItem", &e))?;
+                    .map_err(|e| errors::classify("BatchWriteItem", e))?;
                 pending = resp
                     .unprocessed_items()
                     .and_then(|u| u.get(table))
@@ -570,7 +570,7 @@ impl DynamoDbStore {
             )
             .send()
             .await
-            .map_err(|e| errors::classify("PutItem", &e))?;
+            .map_err(|e| errors::classify("PutItem", e))?;
         if self.trace_max > 0 && idx >= self.trace_max as u64 {
             self.client
                 .delete_item()
@@ -579,7 +579,7 @@ impl DynamoDbStore {
                 .key("idx", n_int(idx - self.trace_max as u64))
                 .send()
                 .await
-                .map_err(|e| errors::classify("DeleteItem", &e))?;
+                .map_err(|e| errors::classify("DeleteItem", e))?;
         }
         Ok(())
     }
@@ -600,7 +600,7 @@ impl ExecutionStore for DynamoDbStore {
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", &e))?;
+            .map_err(|e| errors::classify("GetItem", e))?;
         resp.item().map(|item| self.execution_of(item)).transpose()
     }
 
@@ -647,7 +647,7 @@ impl ExecutionStore for DynamoDbStore {
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await
-                .map_err(|e| errors::classify("BatchGetItem", &e))?;
+                .map_err(|e| errors::classify("BatchGetItem", e))?;
             if let Some(responses) = resp.responses() {
                 if let Some(item) = responses.get(&exe_table).and_then(|v| v.first()) {
                     exe_item = Some(item.clone());
@@ -665,7 +665,7 @@ impl ExecutionStore for DynamoDbStore {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
-        Err(StoreError::Retryable(format!(
+        Err(StoreError::retryable(format!(
             "DynamoDB BatchGetItem left keys of {execution_id:?} unprocessed after 8 attempts"
         )))
     }
@@ -737,7 +737,7 @@ impl ExecutionStore for DynamoDbStore {
                 Outcome::Failed(err) => return Err(err),
             }
         }
-        Err(StoreError::Retryable(format!(
+        Err(StoreError::retryable(format!(
             "the commit of execution {:?} met existing outbox seqs or trace indexes {COLLISION_ATTEMPTS} times",
             exe.id
         )))
@@ -757,7 +757,7 @@ impl ExecutionStore for DynamoDbStore {
             .consistent_read(false)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", &e))?;
+            .map_err(|e| errors::classify("GetItem", e))?;
         Ok(resp.item().is_some())
     }
 
@@ -792,7 +792,7 @@ impl ExecutionStore for DynamoDbStore {
             .key("seq", n_int(seq))
             .send()
             .await
-            .map_err(|e| errors::classify("DeleteItem", &e))?;
+            .map_err(|e| errors::classify("DeleteItem", e))?;
         Ok(())
     }
 
@@ -825,12 +825,12 @@ impl ExecutionStore for DynamoDbStore {
             .key("seq", n_int(seq))
             .send()
             .await
-            .map_err(|e| errors::classify("DeleteItem", &e))?;
+            .map_err(|e| errors::classify("DeleteItem", e))?;
         Ok(())
     }
 
     async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
-        let now = py_decimal_str(now).map_err(|e| StoreError::Other(format!("due_timers: {e}")))?;
+        let now = py_decimal_str(now).map_err(|e| StoreError::other(format!("due_timers: {e}")))?;
         let table = self.tables.timers();
         let mut out = Vec::new();
         for rows in self.query_due_shards(&now, None).await? {
@@ -845,7 +845,7 @@ impl ExecutionStore for DynamoDbStore {
     async fn legacy_due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
         let table = self.tables.timers();
         let now = py_decimal_str(now)
-            .map_err(|e| StoreError::Other(format!("legacy_due_timers: {e}")))?;
+            .map_err(|e| StoreError::other(format!("legacy_due_timers: {e}")))?;
         // rows the index misses: harel Python's (no shard), and shards past ours (a writer
         // configured with more shards), so a mismatch is late, never lost
         let shards: Vec<String> = (0..self.due_shards).map(|i| format!(":s{i}")).collect();
@@ -875,7 +875,7 @@ impl ExecutionStore for DynamoDbStore {
 
     async fn next_timer_due(&self, horizon: f64) -> StoreResult<Option<f64>> {
         let horizon = py_decimal_str(horizon)
-            .map_err(|e| StoreError::Other(format!("next_timer_due: {e}")))?;
+            .map_err(|e| StoreError::other(format!("next_timer_due: {e}")))?;
         let table = self.tables.timers();
         let mut next: Option<f64> = None;
         for rows in self.query_due_shards(&horizon, Some(1)).await? {
@@ -908,7 +908,7 @@ impl ExecutionStore for DynamoDbStore {
 
     async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
         let guard = codec::n_float(fire_at)
-            .map_err(|e| StoreError::Other(format!("delete_timer {path:?}: {e}")))?;
+            .map_err(|e| StoreError::other(format!("delete_timer {path:?}: {e}")))?;
         let result = self
             .client
             .delete_item()
@@ -923,7 +923,7 @@ impl ExecutionStore for DynamoDbStore {
             Ok(_) => Ok(()),
             // the timer was re-armed (or already fired): a stale sweep is a no-op
             Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(()),
-            Err(e) => Err(errors::classify("DeleteItem", &e)),
+            Err(e) => Err(errors::classify("DeleteItem", e)),
         }
     }
 
@@ -1007,7 +1007,7 @@ impl DynamoDbStore {
                 }
                 false
             }
-            Err(e) => return Err(errors::classify("DeleteItem", &e)),
+            Err(e) => return Err(errors::classify("DeleteItem", e)),
         };
         self.forget_trace(execution_id);
         // not in the Execution's transaction, as in harel: the dedupe and trace rows are

@@ -52,7 +52,7 @@ pub fn check_shards(shards: u32) -> Result<u32, StoreError> {
     if (1..=MAX_DUE_SHARDS).contains(&shards) {
         Ok(shards)
     } else {
-        Err(StoreError::Other(format!(
+        Err(StoreError::other(format!(
             "due shards must be 1..={MAX_DUE_SHARDS}, got {shards}"
         )))
     }

@@ -255,8 +255,8 @@ async fn cancellations_other_than_the_version_check_are_never_conflicts() {
         faults.push(fault);
         let r = store.commit(&mut exe, step()).await;
         match (want, &r) {
-            ("retryable", Err(StoreError::Retryable(_))) | ("other", Err(StoreError::Other(_))) => {
-            }
+            ("retryable", Err(StoreError::Retryable { .. }))
+            | ("other", Err(StoreError::Other { .. })) => {}
             _ => panic!("{what}: expected {want}, got {r:?}"),
         }
         assert_eq!(exe.version, 1, "{what}: the version bump is undone");
@@ -349,7 +349,7 @@ async fn the_marks_condition_tells_a_duplicate_from_a_conflict() {
                 }),
             ) if execution_id == "dup" && event_id == "ev" => {}
             ("conflict", Err(StoreError::Conflict { expected: 1, .. }))
-            | ("retryable", Err(StoreError::Retryable(_))) => {}
+            | ("retryable", Err(StoreError::Retryable { .. })) => {}
             _ => panic!("{what}: expected {want}, got {r:?}"),
         }
         assert_eq!(exe.version, 1, "{what}: nothing bumped");

@@ -370,7 +370,7 @@ impl Driver {
         };
         let seqs = store.commit(exe, commit).await?;
         if seqs.len() != emits.len() {
-            return Err(RuntimeError::Store(harel_store::StoreError::Other(
+            return Err(RuntimeError::Store(harel_store::StoreError::other(
                 format!(
                     "the store returned {} outbox seqs for {} emits",
                     seqs.len(),

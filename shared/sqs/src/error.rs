@@ -17,8 +17,13 @@ pub enum TransportError {
     InvalidGroup(String),
     /// The whole call failed (network, throttling, a missing queue): nothing is known to
     /// have been sent.
-    #[error("SQS request failed: {0}")]
-    Request(String),
+    #[error("SQS request failed: {message}")]
+    Request {
+        message: String,
+        /// The SDK's error, when the call itself failed.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
     /// Some messages of a batch were sent and some were not, even after retrying the
     /// retryable ones; `delivered` holds the indices that were sent.
     #[error("{} of {} messages not sent: {}", failed.len(), failed.len() + delivered.len(), describe(failed))]
@@ -29,6 +34,22 @@ pub enum TransportError {
 }
 
 impl TransportError {
+    /// A failed call described by `message` alone.
+    pub fn request(message: impl Into<String>) -> Self {
+        TransportError::Request {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A failed SDK call: its full account as the message, the error kept as the source.
+    pub fn sdk<E: std::error::Error + Send + Sync + 'static>(error: E) -> Self {
+        TransportError::Request {
+            message: aws_sdk_sqs::error::DisplayErrorContext(&error).to_string(),
+            source: Some(Box::new(error)),
+        }
+    }
+
     /// The indices of a batch known to be delivered despite the error.
     pub fn delivered(&self) -> &[usize] {
         match self {

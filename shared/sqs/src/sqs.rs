@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use aws_sdk_sqs::error::DisplayErrorContext;
 use aws_sdk_sqs::types::{
     MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName,
     SendMessageBatchRequestEntry,
@@ -71,9 +70,9 @@ impl SqsTransport {
             .attributes(QueueAttributeName::FifoQueue, "true")
             .send()
             .await
-            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+            .map_err(|e| TransportError::sdk(e))?;
         out.queue_url().map(str::to_string).ok_or_else(|| {
-            TransportError::Request(format!("CreateQueue {name}: no QueueUrl in the answer"))
+            TransportError::request(format!("CreateQueue {name}: no QueueUrl in the answer"))
         })
     }
 
@@ -99,7 +98,7 @@ impl SqsTransport {
             .message_attribute_names("All")
             .send()
             .await
-            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+            .map_err(|e| TransportError::sdk(e))?;
         let mut received = Vec::new();
         for m in out.messages() {
             let system = m.attributes();
@@ -155,7 +154,7 @@ impl SqsTransport {
             .receipt_handle(receipt_handle)
             .send()
             .await
-            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+            .map_err(|e| TransportError::sdk(e))?;
         Ok(())
     }
 
@@ -174,7 +173,7 @@ impl SqsTransport {
                 .message_group_id(&m.group_id)
                 .message_deduplication_id(&m.dedupe_id)
                 .build()
-                .map_err(|e| TransportError::Request(format!("building a batch entry: {e}")))?;
+                .map_err(|e| TransportError::request(format!("building a batch entry: {e}")))?;
             request.push(entry);
         }
         let out = self
@@ -184,7 +183,7 @@ impl SqsTransport {
             .set_entries(Some(request))
             .send()
             .await
-            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+            .map_err(|e| TransportError::sdk(e))?;
         let mut failures = Vec::new();
         for f in out.failed() {
             let index = f
@@ -193,7 +192,7 @@ impl SqsTransport {
                 .ok()
                 .filter(|i| entries.contains(i))
                 .ok_or_else(|| {
-                    TransportError::Request(format!(
+                    TransportError::request(format!(
                         "SendMessageBatch reported a failure for unknown entry {:?}",
                         f.id()
                     ))
@@ -350,7 +349,7 @@ impl Transport for SqsTransport {
         if delivered.is_empty() && final_failures.len() == 1 && messages.len() == 1 {
             let f = &final_failures[0];
             if f.code == "RequestFailed" {
-                return Err(TransportError::Request(f.message.clone()));
+                return Err(TransportError::request(f.message.clone()));
             }
         }
         Err(TransportError::Partial {
@@ -367,7 +366,7 @@ impl Transport for SqsTransport {
             .visibility_timeout(visibility_seconds(delay))
             .send()
             .await
-            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+            .map_err(|e| TransportError::sdk(e))?;
         Ok(())
     }
 
@@ -379,14 +378,14 @@ impl Transport for SqsTransport {
         reason: &str,
     ) -> Result<(), TransportError> {
         let dlq = self.dlq_url.as_deref().ok_or_else(|| {
-            TransportError::Request("no dead-letter queue configured (HAREL_DLQ_URL)".into())
+            TransportError::request("no dead-letter queue configured (HAREL_DLQ_URL)")
         })?;
         let string = |v: &str| {
             MessageAttributeValue::builder()
                 .data_type("String")
                 .string_value(v)
                 .build()
-                .map_err(|e| TransportError::Request(format!("building a message attribute: {e}")))
+                .map_err(|e| TransportError::request(format!("building a message attribute: {e}")))
         };
         // SQS refuses empty attribute values and bodies: say so instead of failing obscurely
         let reason = if reason.is_empty() {
@@ -416,7 +415,7 @@ impl Transport for SqsTransport {
             .set_message_attributes(Some(attributes))
             .send()
             .await
-            .map_err(|e| TransportError::Request(DisplayErrorContext(e).to_string()))?;
+            .map_err(|e| TransportError::sdk(e))?;
         Ok(())
     }
 }

@@ -826,7 +826,7 @@ where
         })
         .await;
     match r {
-        Err(StoreError::Other(msg)) => assert!(msg.contains("cursor"), "{msg}"),
+        Err(StoreError::Other { message, .. }) => assert!(message.contains("cursor"), "{message}"),
         other => panic!("a garbage cursor must be refused clearly, got {other:?}"),
     }
 }

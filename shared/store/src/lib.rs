@@ -118,16 +118,54 @@ pub enum StoreError {
     #[error("{0}")]
     TooLarge(String),
     /// A transient failure (throttling, a transaction conflict, a timeout): retry later.
-    #[error("retryable store error: {0}")]
-    Retryable(String),
+    #[error("retryable store error: {message}")]
+    Retryable {
+        message: String,
+        /// The backend's own error, when there is one.
+        #[source]
+        source: Option<Source>,
+    },
     /// Stored data that cannot be read back (corrupt JSON, a missing attribute).
     #[error("corrupt store data: {0}")]
     Corrupt(String),
-    #[error("store error: {0}")]
-    Other(String),
+    #[error("store error: {message}")]
+    Other {
+        message: String,
+        /// The backend's own error, when there is one.
+        #[source]
+        source: Option<Source>,
+    },
 }
 
+/// A backend's error kept as the source of a [`StoreError`] (an SDK error, a codec error).
+pub type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 impl StoreError {
+    /// A transient failure described by `message` alone.
+    pub fn retryable(message: impl Into<String>) -> Self {
+        StoreError::Retryable {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Any other failure described by `message` alone.
+    pub fn other(message: impl Into<String>) -> Self {
+        StoreError::Other {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Keep `source` as the cause of a `Retryable` or `Other` error (the others carry what
+    /// they need in their fields).
+    pub fn with_source(mut self, cause: impl Into<Source>) -> Self {
+        if let StoreError::Retryable { source, .. } | StoreError::Other { source, .. } = &mut self {
+            *source = Some(cause.into());
+        }
+        self
+    }
+
     pub fn is_conflict(&self) -> bool {
         matches!(self, StoreError::Conflict { .. })
     }

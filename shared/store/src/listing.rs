@@ -60,7 +60,7 @@ impl Cursor {
     /// silently. The bare offsets of earlier releases are named as such.
     pub fn decode(cursor: &str) -> StoreResult<Cursor> {
         let refuse = |why: &str| {
-            StoreError::Other(format!(
+            StoreError::other(format!(
                 "invalid list cursor {cursor:?}: {why}; pass the next_cursor of a previous page"
             ))
         };
@@ -94,10 +94,10 @@ impl Cursor {
         let decoded = Cursor::decode(c)?;
         match (&decoded, scan) {
             (Cursor::After(_), false) | (Cursor::Offset(_), true) => Ok(Some(decoded)),
-            (Cursor::Offset(_), false) => Err(StoreError::Other(format!(
+            (Cursor::Offset(_), false) => Err(StoreError::other(format!(
                 "list cursor {c:?} belongs to a --scan listing: repeat with --scan, or start without a cursor"
             ))),
-            (Cursor::After(_), true) => Err(StoreError::Other(format!(
+            (Cursor::After(_), true) => Err(StoreError::other(format!(
                 "list cursor {c:?} belongs to an index listing: repeat without --scan, or start without a cursor"
             ))),
         }
