@@ -70,7 +70,7 @@ impl SqsTransport {
             .attributes(QueueAttributeName::FifoQueue, "true")
             .send()
             .await
-            .map_err(|e| TransportError::sdk(e))?;
+            .map_err(TransportError::sdk)?;
         out.queue_url().map(str::to_string).ok_or_else(|| {
             TransportError::request(format!("CreateQueue {name}: no QueueUrl in the answer"))
         })
@@ -98,7 +98,7 @@ impl SqsTransport {
             .message_attribute_names("All")
             .send()
             .await
-            .map_err(|e| TransportError::sdk(e))?;
+            .map_err(TransportError::sdk)?;
         let mut received = Vec::new();
         for m in out.messages() {
             let system = m.attributes();
@@ -154,7 +154,7 @@ impl SqsTransport {
             .receipt_handle(receipt_handle)
             .send()
             .await
-            .map_err(|e| TransportError::sdk(e))?;
+            .map_err(TransportError::sdk)?;
         Ok(())
     }
 
@@ -183,7 +183,7 @@ impl SqsTransport {
             .set_entries(Some(request))
             .send()
             .await
-            .map_err(|e| TransportError::sdk(e))?;
+            .map_err(TransportError::sdk)?;
         let mut failures = Vec::new();
         for f in out.failed() {
             let index = f
@@ -366,7 +366,7 @@ impl Transport for SqsTransport {
             .visibility_timeout(visibility_seconds(delay))
             .send()
             .await
-            .map_err(|e| TransportError::sdk(e))?;
+            .map_err(TransportError::sdk)?;
         Ok(())
     }
 
@@ -415,7 +415,7 @@ impl Transport for SqsTransport {
             .set_message_attributes(Some(attributes))
             .send()
             .await
-            .map_err(|e| TransportError::sdk(e))?;
+            .map_err(TransportError::sdk)?;
         Ok(())
     }
 }
