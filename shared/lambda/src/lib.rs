@@ -5,6 +5,7 @@
 pub mod config;
 pub mod deliver;
 pub mod driver;
+mod emf;
 pub mod inbound;
 pub mod logging;
 pub mod metrics;
