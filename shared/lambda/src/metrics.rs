@@ -11,8 +11,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use aws_lambda_events::sqs::SqsMessage;
 use serde_json::Value;
 
+use crate::config::Vars;
 pub use crate::emf::EmfError;
 use crate::emf::{check_dimension_value, check_namespace, Document, Unit};
+use crate::logging::{DEFAULT_SERVICE, POWERTOOLS_SERVICE_NAME};
 use crate::relay::RelayReport;
 use crate::sweeper::SweepReport;
 use crate::worker::{BatchOutcome, Handled, RecordError};
@@ -119,7 +121,7 @@ impl Default for MetricsSettings {
     fn default() -> Self {
         MetricsSettings {
             namespace: NAMESPACE.to_string(),
-            service: crate::logging::DEFAULT_SERVICE.to_string(),
+            service: DEFAULT_SERVICE.to_string(),
         }
     }
 }
@@ -133,11 +135,15 @@ impl MetricsSettings {
     /// (default `harel`), checked as EMF checks them (a bad one stops the function at cold
     /// start rather than losing every document).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, EmfError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let vars = Vars(lookup);
         let defaults = MetricsSettings::default();
         let settings = MetricsSettings {
-            namespace: get(POWERTOOLS_METRICS_NAMESPACE).unwrap_or(defaults.namespace),
-            service: get(crate::logging::POWERTOOLS_SERVICE_NAME).unwrap_or(defaults.service),
+            namespace: vars
+                .string(POWERTOOLS_METRICS_NAMESPACE)
+                .unwrap_or(defaults.namespace),
+            service: vars
+                .string(POWERTOOLS_SERVICE_NAME)
+                .unwrap_or(defaults.service),
         };
         check_namespace(&settings.namespace)?;
         check_dimension_value(&settings.service)?;
