@@ -11,38 +11,38 @@ use harel_store::DEFAULT_TRACE_MAX;
 
 pub const TABLE_PREFIX: &str = "HAREL_TABLE_PREFIX";
 pub const QUEUE_URL: &str = "HAREL_QUEUE_URL";
-pub const DLQ_URL: &str = "HAREL_DLQ_URL";
-pub const IDEMPOTENCY_TABLE: &str = "IDEMPOTENCY_TABLE";
+pub(crate) const DLQ_URL: &str = "HAREL_DLQ_URL";
+pub(crate) const IDEMPOTENCY_TABLE: &str = "IDEMPOTENCY_TABLE";
 /// Seconds a message for a SUSPENDED execution stays hidden before it is looked at again.
-pub const SUSPEND_RECHECK: &str = "HAREL_SUSPEND_RECHECK_SECONDS";
+pub(crate) const SUSPEND_RECHECK: &str = "HAREL_SUSPEND_RECHECK_SECONDS";
 /// The longest a parked message stays hidden: the park delay doubles with every receive up
 /// to this cap.
-pub const SUSPEND_RECHECK_MAX: &str = "HAREL_SUSPEND_RECHECK_MAX_SECONDS";
+pub(crate) const SUSPEND_RECHECK_MAX: &str = "HAREL_SUSPEND_RECHECK_MAX_SECONDS";
 /// SQS hides a message for at most 12 hours.
 const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 3600);
 /// Groups of one batch the worker processes at the same time.
-pub const WORKER_CONCURRENCY: &str = "HAREL_WORKER_CONCURRENCY";
+pub(crate) const WORKER_CONCURRENCY: &str = "HAREL_WORKER_CONCURRENCY";
 /// The longest a sweeper sleeps between two looks at the next due time while a timer is due
 /// in its window (the precision for a timer armed while a sweeper runs).
-pub const SWEEP_INTERVAL: &str = "HAREL_SWEEP_INTERVAL_SECONDS";
+pub(crate) const SWEEP_INTERVAL: &str = "HAREL_SWEEP_INTERVAL_SECONDS";
 /// Seconds ahead a sweeper invocation covers: timers due that soon are its to fire (a
 /// schedule fires at most once a minute, so the default is the minute to the next tick).
-pub const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
+pub(crate) const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
 /// The compatibility Scan (timers harel Python armed, outside the time index) runs on the
 /// minutes this divides; 0: never (no Python writer shares the tables).
-pub const COMPAT_SWEEP_MINUTES: &str = "HAREL_COMPAT_SWEEP_MINUTES";
+pub(crate) const COMPAT_SWEEP_MINUTES: &str = "HAREL_COMPAT_SWEEP_MINUTES";
 /// Shards of the timers' `by_due` index: the same on every writer and sweeper of the tables.
-pub const TIMER_SHARDS: &str = "HAREL_TIMER_SHARDS";
+pub(crate) const TIMER_SHARDS: &str = "HAREL_TIMER_SHARDS";
 /// The sweeper function the worker wakes for a timer due before the next tick (empty: none).
-pub const SWEEPER_FUNCTION: &str = "HAREL_SWEEPER_FUNCTION";
+pub(crate) const SWEEPER_FUNCTION: &str = "HAREL_SWEEPER_FUNCTION";
 /// Milliseconds of an invocation's remaining time the relay and sweeper keep in reserve.
-pub const TIME_RESERVE: &str = "HAREL_TIME_RESERVE_MS";
+pub(crate) const TIME_RESERVE: &str = "HAREL_TIME_RESERVE_MS";
 /// Seconds an idempotency record lives (Powertools' `expires_after_seconds`).
-pub const IDEMPOTENCY_EXPIRY: &str = "HAREL_IDEMPOTENCY_EXPIRY_SECONDS";
+pub(crate) const IDEMPOTENCY_EXPIRY: &str = "HAREL_IDEMPOTENCY_EXPIRY_SECONDS";
 /// harel's opt-in execution timeline ("true"/"false").
-pub const TRACE: &str = "HAREL_TRACE";
+pub(crate) const TRACE: &str = "HAREL_TRACE";
 /// Steps kept per execution when the trace is on (default harel's `DEFAULT_TRACE_MAX`).
-pub const TRACE_MAX: &str = "HAREL_TRACE_MAX";
+pub(crate) const TRACE_MAX: &str = "HAREL_TRACE_MAX";
 /// Days finished work is kept before DynamoDB's TTL removes it (0: forever). See
 /// `DynamoDbStore::with_retention` for what expires when.
 pub const RETENTION_DAYS: &str = "HAREL_RETENTION_DAYS";
@@ -51,12 +51,12 @@ pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 const MAX_RETENTION_DAYS: u64 = 36_500;
 /// A directory of `.stm` files (with their imports) whose machines the functions run besides
 /// the compiled-in ones, loaded and validated at cold start (harel's `HAREL_DEFINITIONS_DIR`).
-pub const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
+pub(crate) const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
 /// The action map (JSON, TOML or YAML): actions bound to remote functions. Unset: the
 /// `actions.{json,toml,yaml,yml}` in `HAREL_DEFINITIONS_DIR`, if any.
-pub const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
-pub const REGION: &str = "AWS_REGION";
-pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
+pub(crate) const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
+pub(crate) const REGION: &str = "AWS_REGION";
+pub(crate) const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 /// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty
 /// in AWS, moto's for `sam local invoke`); takes precedence over `AWS_ENDPOINT_URL`.
 pub const LOCAL_ENDPOINT_URL: &str = "HAREL_ENDPOINT_URL";
@@ -227,7 +227,7 @@ impl Config {
     /// `suspend_recheck_max`. Each park is one more receive towards the queue's
     /// `maxReceiveCount`; the growing delay lets a long suspension outlast it (harel's
     /// constant `nack(delay)` sends the message to the DLQ after `maxReceiveCount` rechecks).
-    pub fn suspend_park_delay(&self, receive_count: u32) -> Duration {
+    pub(crate) fn suspend_park_delay(&self, receive_count: u32) -> Duration {
         let doublings = receive_count.saturating_sub(1).min(31);
         self.suspend_recheck
             .checked_mul(1u32 << doublings)

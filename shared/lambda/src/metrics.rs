@@ -32,9 +32,9 @@ pub const SERVICE_DIMENSION: &str = "service";
 /// The dimension every document carries: which function measured.
 pub const FUNCTION_DIMENSION: &str = "Function";
 /// The dimension of the per-machine documents: the execution's `definition_id`.
-pub const MACHINE_DIMENSION: &str = "Machine";
+pub(crate) const MACHINE_DIMENSION: &str = "Machine";
 /// The dimension of the per-action documents: a remote action's name (`billing.charge`).
-pub const ACTION_DIMENSION: &str = "Action";
+pub(crate) const ACTION_DIMENSION: &str = "Action";
 
 /// A metric harel publishes: its name and unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -60,39 +60,39 @@ const fn millis(name: &'static str) -> Metric {
 /// Records whose event ran the engine, was broadcast to regions, or created an execution.
 pub const EVENTS_PROCESSED: Metric = count("EventsProcessed");
 /// Records with nothing to do (duplicate, unknown execution, cancelled, not started).
-pub const EVENTS_SKIPPED: Metric = count("EventsSkipped");
+pub(crate) const EVENTS_SKIPPED: Metric = count("EventsSkipped");
 /// Records reported failed (SQS delivers them again).
-pub const RECORDS_FAILED: Metric = count("RecordsFailed");
+pub(crate) const RECORDS_FAILED: Metric = count("RecordsFailed");
 /// Transactions committed (steps, broadcasts, children created inline).
 pub const COMMITS: Metric = count("Commits");
 /// Steps refused because the execution changed meanwhile (the record is retried).
 pub const CONFLICTS: Metric = count("Conflicts");
 /// Steps whose commit found the event's dedupe mark written by another writer since the
 /// read (the conditional mark refused a second application; the record is acknowledged).
-pub const DUPLICATES: Metric = count("Duplicates");
+pub(crate) const DUPLICATES: Metric = count("Duplicates");
 /// Records SQS delivered more than once (`ApproximateReceiveCount` > 1).
-pub const REDELIVERIES: Metric = count("Redeliveries");
+pub(crate) const REDELIVERIES: Metric = count("Redeliveries");
 /// Executions a step left FAILED (an action error with no `on error`).
 pub const FAILED_EXECUTIONS: Metric = count("FailedExecutions");
 /// Messages moved to the dead-letter queue.
-pub const DLQ_MOVES: Metric = count("DlqMoves");
+pub(crate) const DLQ_MOVES: Metric = count("DlqMoves");
 /// Per record: from SQS's `SentTimestamp` to the worker picking it up.
-pub const MESSAGE_AGE: Metric = millis("MessageAge");
+pub(crate) const MESSAGE_AGE: Metric = millis("MessageAge");
 /// Per fired timer: sweeper, publication time less due time; worker, processing time less
 /// due time (the `Timeout`'s `fire_at`).
-pub const TIMER_LAG: Metric = millis("TimerLag");
+pub(crate) const TIMER_LAG: Metric = millis("TimerLag");
 /// Per step that enqueued outbox entries: from its commit to their publication (worker).
-pub const OUTBOX_AGE: Metric = millis("OutboxAge");
+pub(crate) const OUTBOX_AGE: Metric = millis("OutboxAge");
 /// Outbox entries published / children created by the relay (work a crash left behind, or
 /// a concurrent worker's).
-pub const OUTBOX_RELAYED: Metric = count("OutboxRelayed");
-pub const CHILDREN_RELAYED: Metric = count("ChildrenRelayed");
+pub(crate) const OUTBOX_RELAYED: Metric = count("OutboxRelayed");
+pub(crate) const CHILDREN_RELAYED: Metric = count("ChildrenRelayed");
 /// Relay or sweeper invocations that stopped with work left because time ran low.
 pub const OUT_OF_TIME: Metric = count("OutOfTime");
-pub const TIMERS_FIRED: Metric = count("TimersFired");
+pub(crate) const TIMERS_FIRED: Metric = count("TimersFired");
 /// 1 in the first invocation of a function instance (Powertools' `ColdStart`), absent after.
-pub const COLD_START: Metric = count("ColdStart");
-pub const SWEEP_POLLS: Metric = count("SweepPolls");
+pub(crate) const COLD_START: Metric = count("ColdStart");
+pub(crate) const SWEEP_POLLS: Metric = count("SweepPolls");
 /// Per remote action (dimension `Action`): calls made (a call with its retries is one).
 pub const REMOTE_CALLS: Metric = count("RemoteCalls");
 /// Calls that ended in an action error (a function error, a non-2xx answer, out of time...).
@@ -134,7 +134,7 @@ impl MetricsSettings {
     /// `POWERTOOLS_METRICS_NAMESPACE` (default `harel`) and `POWERTOOLS_SERVICE_NAME`
     /// (default `harel`), checked as EMF checks them (a bad one stops the function at cold
     /// start rather than losing every document).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, EmfError> {
+    pub(crate) fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, EmfError> {
         let vars = Vars(lookup);
         let defaults = MetricsSettings::default();
         let settings = MetricsSettings {
@@ -191,7 +191,7 @@ impl InvocationMetrics {
 
     /// Add `n` to a count, for the function and, when known, for the machine. A count of
     /// zero is still published: an alarm on a missing datapoint is ambiguous.
-    pub fn count(&mut self, machine: Option<&str>, metric: Metric, n: u64) {
+    pub(crate) fn count(&mut self, machine: Option<&str>, metric: Metric, n: u64) {
         *self.total.counts.entry(metric).or_default() += n;
         if let Some(m) = machine {
             let scope = self.machines.entry(m.to_string()).or_default();
@@ -200,7 +200,7 @@ impl InvocationMetrics {
     }
 
     /// One timing sample (milliseconds), for the function and, when known, the machine.
-    pub fn time(&mut self, machine: Option<&str>, metric: Metric, ms: f64) {
+    pub(crate) fn time(&mut self, machine: Option<&str>, metric: Metric, ms: f64) {
         self.total.timings.entry(metric).or_default().push(ms);
         if let Some(m) = machine {
             let scope = self.machines.entry(m.to_string()).or_default();
