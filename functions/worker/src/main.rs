@@ -3,7 +3,7 @@
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use harel_lambda::logging::Invocation;
-use harel_lambda::metrics::{now_ms, worker_metrics, MetricsSettings, Receipt};
+use harel_lambda::metrics::{now_ms, worker_metrics, MetricsSettings};
 use harel_lambda::{Record, Role};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use tracing::Instrument;
@@ -31,13 +31,12 @@ async fn main() -> Result<(), Error> {
         async move {
             let messages = &event.payload.records;
             let records: Vec<Record> = messages.iter().map(Record::from_sqs).collect();
-            let receipts: Vec<Receipt> = messages.iter().map(Receipt::from_sqs).collect();
             harel_app::set_invocation_deadline(event.context.deadline);
             let deadline = i64::try_from(event.context.deadline).ok();
             let outcome = worker.handle_batch(records, deadline).await;
             let failed = outcome.failed_ids().len();
             tracing::info!(records = outcome.records.len(), failed, "batch done");
-            let mut metrics = worker_metrics(&outcome, &receipts, now_ms())
+            let mut metrics = worker_metrics(&outcome, messages, now_ms())
                 .with_settings(&metrics)
                 .with_cold_start(cold_start);
             if let Some(remote) = &remote {

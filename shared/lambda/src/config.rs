@@ -1,45 +1,48 @@
 //! The functions' configuration, read once at cold start from the environment every harel
 //! tool shares. A missing or wrong setting is an error naming the variable, before any event.
 
+use std::fs::Metadata;
+use std::ops::RangeBounds;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
+
+use harel_store::DEFAULT_TRACE_MAX;
 
 pub const TABLE_PREFIX: &str = "HAREL_TABLE_PREFIX";
 pub const QUEUE_URL: &str = "HAREL_QUEUE_URL";
-pub const DLQ_URL: &str = "HAREL_DLQ_URL";
-pub const IDEMPOTENCY_TABLE: &str = "IDEMPOTENCY_TABLE";
+pub(crate) const DLQ_URL: &str = "HAREL_DLQ_URL";
+pub(crate) const IDEMPOTENCY_TABLE: &str = "IDEMPOTENCY_TABLE";
 /// Seconds a message for a SUSPENDED execution stays hidden before it is looked at again.
-pub const SUSPEND_RECHECK: &str = "HAREL_SUSPEND_RECHECK_SECONDS";
+pub(crate) const SUSPEND_RECHECK: &str = "HAREL_SUSPEND_RECHECK_SECONDS";
 /// The longest a parked message stays hidden: the park delay doubles with every receive up
 /// to this cap.
-pub const SUSPEND_RECHECK_MAX: &str = "HAREL_SUSPEND_RECHECK_MAX_SECONDS";
+pub(crate) const SUSPEND_RECHECK_MAX: &str = "HAREL_SUSPEND_RECHECK_MAX_SECONDS";
 /// SQS hides a message for at most 12 hours.
 const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 3600);
 /// Groups of one batch the worker processes at the same time.
-pub const WORKER_CONCURRENCY: &str = "HAREL_WORKER_CONCURRENCY";
+pub(crate) const WORKER_CONCURRENCY: &str = "HAREL_WORKER_CONCURRENCY";
 /// The longest a sweeper sleeps between two looks at the next due time while a timer is due
 /// in its window (the precision for a timer armed while a sweeper runs).
-pub const SWEEP_INTERVAL: &str = "HAREL_SWEEP_INTERVAL_SECONDS";
+pub(crate) const SWEEP_INTERVAL: &str = "HAREL_SWEEP_INTERVAL_SECONDS";
 /// Seconds ahead a sweeper invocation covers: timers due that soon are its to fire (a
 /// schedule fires at most once a minute, so the default is the minute to the next tick).
-pub const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
+pub(crate) const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
 /// The compatibility Scan (timers harel Python armed, outside the time index) runs on the
 /// minutes this divides; 0: never (no Python writer shares the tables).
-pub const COMPAT_SWEEP_MINUTES: &str = "HAREL_COMPAT_SWEEP_MINUTES";
+pub(crate) const COMPAT_SWEEP_MINUTES: &str = "HAREL_COMPAT_SWEEP_MINUTES";
 /// Shards of the timers' `by_due` index: the same on every writer and sweeper of the tables.
-pub const TIMER_SHARDS: &str = "HAREL_TIMER_SHARDS";
+pub(crate) const TIMER_SHARDS: &str = "HAREL_TIMER_SHARDS";
 /// The sweeper function the worker wakes for a timer due before the next tick (empty: none).
-pub const SWEEPER_FUNCTION: &str = "HAREL_SWEEPER_FUNCTION";
+pub(crate) const SWEEPER_FUNCTION: &str = "HAREL_SWEEPER_FUNCTION";
 /// Milliseconds of an invocation's remaining time the relay and sweeper keep in reserve.
-pub const TIME_RESERVE: &str = "HAREL_TIME_RESERVE_MS";
+pub(crate) const TIME_RESERVE: &str = "HAREL_TIME_RESERVE_MS";
 /// Seconds an idempotency record lives (Powertools' `expires_after_seconds`).
-pub const IDEMPOTENCY_EXPIRY: &str = "HAREL_IDEMPOTENCY_EXPIRY_SECONDS";
+pub(crate) const IDEMPOTENCY_EXPIRY: &str = "HAREL_IDEMPOTENCY_EXPIRY_SECONDS";
 /// harel's opt-in execution timeline ("true"/"false").
-pub const TRACE: &str = "HAREL_TRACE";
-/// Steps kept per execution when the trace is on.
-pub const TRACE_MAX: &str = "HAREL_TRACE_MAX";
-/// harel's `DEFAULT_TRACE_MAX`.
-pub const DEFAULT_TRACE_MAX: usize = 200;
+pub(crate) const TRACE: &str = "HAREL_TRACE";
+/// Steps kept per execution when the trace is on (default harel's `DEFAULT_TRACE_MAX`).
+pub(crate) const TRACE_MAX: &str = "HAREL_TRACE_MAX";
 /// Days finished work is kept before DynamoDB's TTL removes it (0: forever). See
 /// `DynamoDbStore::with_retention` for what expires when.
 pub const RETENTION_DAYS: &str = "HAREL_RETENTION_DAYS";
@@ -48,17 +51,20 @@ pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 const MAX_RETENTION_DAYS: u64 = 36_500;
 /// A directory of `.stm` files (with their imports) whose machines the functions run besides
 /// the compiled-in ones, loaded and validated at cold start (harel's `HAREL_DEFINITIONS_DIR`).
-pub const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
+pub(crate) const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
 /// The action map (JSON, TOML or YAML): actions bound to remote functions. Unset: the
 /// `actions.{json,toml,yaml,yml}` in `HAREL_DEFINITIONS_DIR`, if any.
-pub const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
-pub const REGION: &str = "AWS_REGION";
-pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
+pub(crate) const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
+pub(crate) const REGION: &str = "AWS_REGION";
+pub(crate) const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 /// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty
 /// in AWS, moto's for `sam local invoke`); takes precedence over `AWS_ENDPOINT_URL`.
 pub const LOCAL_ENDPOINT_URL: &str = "HAREL_ENDPOINT_URL";
 
-#[derive(Debug, PartialEq, thiserror::Error)]
+/// What made a value unreadable (a number that does not parse, a path that cannot be read).
+type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+#[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{0} is not set")]
     Missing(&'static str),
@@ -67,6 +73,8 @@ pub enum ConfigError {
         name: &'static str,
         value: String,
         reason: String,
+        #[source]
+        source: Option<Cause>,
     },
 }
 
@@ -124,139 +132,40 @@ impl Config {
         role: Role,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let get = |name: &'static str| lookup(name).filter(|v| !v.trim().is_empty());
-        let required = |name: &'static str| get(name).ok_or(ConfigError::Missing(name));
+        let vars = Vars(lookup);
+        let worker = role == Role::Worker;
         // the SDK would otherwise fail on the first call, not at cold start
-        if get(REGION).is_none() && get("AWS_DEFAULT_REGION").is_none() {
+        if vars.string(REGION).is_none() && vars.string("AWS_DEFAULT_REGION").is_none() {
             return Err(ConfigError::Missing(REGION));
         }
-        if let Some(endpoint) = get(ENDPOINT_URL) {
-            check_url(ENDPOINT_URL, &endpoint)?;
-        }
-        if let Some(endpoint) = get(LOCAL_ENDPOINT_URL) {
-            check_url(LOCAL_ENDPOINT_URL, &endpoint)?;
-        }
-        let table_prefix = required(TABLE_PREFIX)?;
-        // harel's table-name rule (`{prefix}_executions`, ...), shared with harel Python
-        let mut chars = table_prefix.chars();
-        let identifier = chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && table_prefix.len() <= 30;
-        if !identifier {
-            return Err(invalid(
-                TABLE_PREFIX,
-                &table_prefix,
-                "expected an identifier (a letter or _, then letters, digits or _; at most 30 characters)",
-            ));
-        }
-        let queue_url = required(QUEUE_URL)?;
-        check_fifo_url(QUEUE_URL, &queue_url)?;
-        let needs_worker = role == Role::Worker;
-        let dlq_url = match get(DLQ_URL) {
-            Some(url) => {
-                check_fifo_url(DLQ_URL, &url)?;
-                Some(url)
-            }
-            None if needs_worker => return Err(ConfigError::Missing(DLQ_URL)),
-            None => None,
-        };
-        let idempotency_table = match get(IDEMPOTENCY_TABLE) {
-            Some(t) => Some(t),
-            None if needs_worker => return Err(ConfigError::Missing(IDEMPOTENCY_TABLE)),
-            None => None,
-        };
-        let seconds = |name: &'static str, default: f64| -> Result<Duration, ConfigError> {
-            match get(name) {
-                None => Ok(Duration::from_secs_f64(default)),
-                Some(v) => match v.trim().parse::<f64>() {
-                    Ok(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s)),
-                    _ => Err(invalid(
-                        name,
-                        &v,
-                        "expected a non-negative number of seconds",
-                    )),
-                },
-            }
-        };
-        let worker_concurrency = match get(WORKER_CONCURRENCY) {
-            None => 8,
-            Some(v) => match v.trim().parse::<usize>() {
-                Ok(n) if n >= 1 => n,
-                _ => {
-                    return Err(invalid(
-                        WORKER_CONCURRENCY,
-                        &v,
-                        "expected a whole number of at least 1",
-                    ))
-                }
-            },
-        };
-        // harel reads "1"/"true"/"yes"/"on" (any case) as on and anything else as off; a
-        // value that is neither a yes nor a no is refused here rather than read as off
-        let trace = match get(TRACE).map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-            None | Some("0" | "false" | "no" | "off") => false,
-            Some("1" | "true" | "yes" | "on") => true,
-            Some(_) => {
-                return Err(invalid(
-                    TRACE,
-                    &get(TRACE).unwrap_or_default(),
-                    "expected true or false",
-                ))
-            }
-        };
-        let trace_max = match get(TRACE_MAX) {
-            None => DEFAULT_TRACE_MAX,
-            Some(v) => match v.trim().parse::<usize>() {
-                Ok(n) if n >= 1 => n,
-                // harel takes 0 as "no ring" (unbounded): refused, since an unbounded
-                // trace outgrows the partition and the bill unnoticed
-                _ => {
-                    return Err(invalid(
-                        TRACE_MAX,
-                        &v,
-                        "expected a whole number of at least 1",
-                    ))
-                }
-            },
-        };
-        let sweep_interval = seconds(SWEEP_INTERVAL, 1.0)?;
-        if sweep_interval.is_zero() {
-            return Err(invalid(
-                SWEEP_INTERVAL,
-                "0",
-                "the sweeper would spin: use at least 0.1",
-            ));
-        }
-        let suspend_recheck = seconds(SUSPEND_RECHECK, 5.0)?;
-        if suspend_recheck > MAX_VISIBILITY {
-            return Err(invalid(
-                SUSPEND_RECHECK,
-                &suspend_recheck.as_secs().to_string(),
-                "SQS hides a message for at most 43200 seconds",
-            ));
-        }
+        vars.url(ENDPOINT_URL)?;
+        vars.url(LOCAL_ENDPOINT_URL)?;
+        let table_prefix = table_prefix(vars.required(TABLE_PREFIX)?)?;
+        let queue_url = fifo_url(QUEUE_URL, vars.required(QUEUE_URL)?)?;
+        // only the worker dead-letters messages and keeps idempotency records
+        let dlq_url = vars.needed(DLQ_URL, worker)?;
+        let dlq_url = dlq_url.map(|url| fifo_url(DLQ_URL, url)).transpose()?;
+        let idempotency_table = vars.needed(IDEMPOTENCY_TABLE, worker)?;
+        let worker_concurrency = vars.number(WORKER_CONCURRENCY, 8, 1.., AT_LEAST_ONE)?;
+        let trace = vars.bool(TRACE, false)?;
+        // harel takes 0 as "no ring" (unbounded): refused, since an unbounded trace outgrows
+        // the partition and the bill unnoticed
+        let trace_max = vars.number(TRACE_MAX, DEFAULT_TRACE_MAX, 1.., AT_LEAST_ONE)?;
+        let spin = "the sweeper would spin: use at least 0.1";
+        let sweep_interval =
+            vars.duration_secs_in(SWEEP_INTERVAL, 1.0, Duration::from_nanos(1).., spin)?;
+        let suspend_recheck =
+            vars.duration_secs_in(SUSPEND_RECHECK, 5.0, ..=MAX_VISIBILITY, PAST_VISIBILITY)?;
         // unset, the cap is 900 s, or the first delay when that is longer (a deployment that
         // set only the recheck keeps working)
-        let suspend_recheck_max = seconds(
-            SUSPEND_RECHECK_MAX,
-            suspend_recheck.as_secs_f64().max(900.0),
-        )?;
-        if suspend_recheck_max > MAX_VISIBILITY {
-            return Err(invalid(
-                SUSPEND_RECHECK_MAX,
-                &suspend_recheck_max.as_secs().to_string(),
-                "SQS hides a message for at most 43200 seconds",
-            ));
-        }
+        let cap = suspend_recheck.as_secs_f64().max(900.0);
+        let suspend_recheck_max =
+            vars.duration_secs_in(SUSPEND_RECHECK_MAX, cap, ..=MAX_VISIBILITY, PAST_VISIBILITY)?;
         if suspend_recheck_max < suspend_recheck {
-            return Err(invalid(
-                SUSPEND_RECHECK_MAX,
-                &suspend_recheck_max.as_secs_f64().to_string(),
-                &format!("the cap is below {SUSPEND_RECHECK} ({suspend_recheck:?})"),
-            ));
+            let why = format!("the cap is below {SUSPEND_RECHECK} ({suspend_recheck:?})");
+            return Err(vars.invalid(SUSPEND_RECHECK_MAX, &why));
         }
+        let retention_expected = retention_expected();
         Ok(Config {
             table_prefix,
             queue_url,
@@ -266,75 +175,50 @@ impl Config {
             suspend_recheck_max,
             worker_concurrency,
             sweep_interval,
-            sweep_window: seconds(SWEEP_WINDOW, 60.0)?,
-            compat_sweep_minutes: match get(COMPAT_SWEEP_MINUTES) {
-                None => 5,
-                Some(v) => v.trim().parse::<u64>().map_err(|_| {
-                    invalid(
-                        COMPAT_SWEEP_MINUTES,
-                        &v,
-                        "expected whole minutes (0: no compatibility Scan)",
-                    )
-                })?,
-            },
-            timer_shards: match get(TIMER_SHARDS) {
-                None => 8,
-                Some(v) => match v.trim().parse::<u32>() {
-                    Ok(n) if (1..=100).contains(&n) => n,
-                    _ => {
-                        return Err(invalid(
-                            TIMER_SHARDS,
-                            &v,
-                            "expected a whole number from 1 to 100",
-                        ))
-                    }
-                },
-            },
-            sweeper_function: get(SWEEPER_FUNCTION).map(|v| v.trim().to_string()),
-            time_reserve: Duration::from_millis(match get(TIME_RESERVE) {
-                None => 3000,
-                Some(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .map_err(|_| invalid(TIME_RESERVE, &v, "expected whole milliseconds"))?,
-            }),
-            idempotency_expiry: seconds(IDEMPOTENCY_EXPIRY, 3600.0)?,
+            sweep_window: vars.duration_secs(SWEEP_WINDOW, 60.0)?,
+            compat_sweep_minutes: vars.number(COMPAT_SWEEP_MINUTES, 5, .., COMPAT_EXPECTED)?,
+            timer_shards: vars.number(TIMER_SHARDS, 8, 1..=100, SHARDS_EXPECTED)?,
+            sweeper_function: vars.string(SWEEPER_FUNCTION).map(|v| v.trim().to_string()),
+            time_reserve: Duration::from_millis(vars.number(TIME_RESERVE, 3000, .., MILLIS)?),
+            idempotency_expiry: vars.duration_secs(IDEMPOTENCY_EXPIRY, 3600.0)?,
             trace,
             trace_max,
-            retention: match get(RETENTION_DAYS) {
-                None => retention_days(DEFAULT_RETENTION_DAYS),
-                Some(v) => parse_retention_days(&v)?,
-            },
-            definitions_dir: match get(DEFINITIONS_DIR) {
-                None => None,
-                Some(v) if std::path::Path::new(v.trim()).is_dir() => Some(PathBuf::from(v.trim())),
-                Some(v) => return Err(invalid(DEFINITIONS_DIR, &v, "not a directory")),
-            },
-            actions_file: match get(ACTIONS_FILE) {
-                None => None,
-                Some(v) if std::path::Path::new(v.trim()).is_file() => {
-                    Some(PathBuf::from(v.trim()))
-                }
-                Some(v) => return Err(invalid(ACTIONS_FILE, &v, "no such file")),
-            },
+            retention: retention_days(vars.number(
+                RETENTION_DAYS,
+                DEFAULT_RETENTION_DAYS,
+                ..=MAX_RETENTION_DAYS,
+                &retention_expected,
+            )?),
+            definitions_dir: vars.path(DEFINITIONS_DIR, Metadata::is_dir, "not a directory")?,
+            actions_file: vars.path(ACTIONS_FILE, Metadata::is_file, "no such file")?,
         })
     }
 }
+
+const AT_LEAST_ONE: &str = "expected a whole number of at least 1";
+const SHARDS_EXPECTED: &str = "expected a whole number from 1 to 100";
+const COMPAT_EXPECTED: &str = "expected whole minutes (0: no compatibility Scan)";
+const MILLIS: &str = "expected whole milliseconds";
+const SECONDS: &str = "expected a non-negative number of seconds";
+const PAST_VISIBILITY: &str = "SQS hides a message for at most 43200 seconds";
 
 fn retention_days(days: u64) -> Duration {
     Duration::from_secs(days * 24 * 3600)
 }
 
+fn retention_expected() -> String {
+    format!("expected whole days from 0 (keep forever) to {MAX_RETENTION_DAYS}")
+}
+
 /// `HAREL_RETENTION_DAYS` (also the CLI's `--retention-days`): whole days, 0 = keep forever.
 pub fn parse_retention_days(value: &str) -> Result<Duration, ConfigError> {
-    match value.trim().parse::<u64>() {
-        Ok(days) if days <= MAX_RETENTION_DAYS => Ok(retention_days(days)),
-        _ => Err(invalid(
-            RETENTION_DAYS,
-            value,
-            &format!("expected whole days from 0 (keep forever) to {MAX_RETENTION_DAYS}"),
-        )),
-    }
+    let days = parse_in(
+        RETENTION_DAYS,
+        value,
+        ..=MAX_RETENTION_DAYS,
+        &retention_expected(),
+    )?;
+    Ok(retention_days(days))
 }
 
 impl Config {
@@ -343,7 +227,7 @@ impl Config {
     /// `suspend_recheck_max`. Each park is one more receive towards the queue's
     /// `maxReceiveCount`; the growing delay lets a long suspension outlast it (harel's
     /// constant `nack(delay)` sends the message to the DLQ after `maxReceiveCount` rechecks).
-    pub fn suspend_park_delay(&self, receive_count: u32) -> Duration {
+    pub(crate) fn suspend_park_delay(&self, receive_count: u32) -> Duration {
         let doublings = receive_count.saturating_sub(1).min(31);
         self.suspend_recheck
             .checked_mul(1u32 << doublings)
@@ -353,35 +237,202 @@ impl Config {
     }
 }
 
+/// The environment as the configuration reads it: a blank value is an unset one, and every
+/// refusal names the variable and quotes its value as set.
+pub(crate) struct Vars<F>(pub(crate) F);
+
+impl<F: Fn(&str) -> Option<String>> Vars<F> {
+    /// The value, untrimmed, when set and not blank.
+    pub(crate) fn string(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    fn required(&self, name: &'static str) -> Result<String, ConfigError> {
+        self.string(name).ok_or(ConfigError::Missing(name))
+    }
+
+    /// Unset is an error only when the value is `needed`.
+    fn needed(&self, name: &'static str, needed: bool) -> Result<Option<String>, ConfigError> {
+        match self.string(name) {
+            None if needed => Err(ConfigError::Missing(name)),
+            value => Ok(value),
+        }
+    }
+
+    fn invalid(&self, name: &'static str, reason: &str) -> ConfigError {
+        invalid(name, &self.string(name).unwrap_or_default(), reason)
+    }
+
+    /// A number in `range`, `default` when unset.
+    fn number<T>(
+        &self,
+        name: &'static str,
+        default: T,
+        range: impl RangeBounds<T>,
+        expected: &str,
+    ) -> Result<T, ConfigError>
+    where
+        T: FromStr + PartialOrd,
+        T::Err: std::error::Error + Send + Sync + 'static,
+    {
+        match self.string(name) {
+            None => Ok(default),
+            Some(value) => parse_in(name, &value, range, expected),
+        }
+    }
+
+    /// Seconds, fractions allowed, `default` when unset.
+    fn duration_secs(&self, name: &'static str, default: f64) -> Result<Duration, ConfigError> {
+        // the full range refuses nothing: no reason is ever shown
+        self.duration_secs_in(name, default, .., "")
+    }
+
+    /// Seconds in `range`, refused for `out_of_range` outside it.
+    fn duration_secs_in(
+        &self,
+        name: &'static str,
+        default: f64,
+        range: impl RangeBounds<Duration>,
+        out_of_range: &str,
+    ) -> Result<Duration, ConfigError> {
+        let Some(value) = self.string(name) else {
+            return Ok(Duration::from_secs_f64(default));
+        };
+        let secs: f64 = value
+            .trim()
+            .parse()
+            .map_err(|e| unreadable(name, &value, SECONDS, e))?;
+        // negative, NaN, infinite or past Duration's range
+        let duration =
+            Duration::try_from_secs_f64(secs).map_err(|e| unreadable(name, &value, SECONDS, e))?;
+        if !range.contains(&duration) {
+            return Err(invalid(name, &value, out_of_range));
+        }
+        Ok(duration)
+    }
+
+    /// harel reads "1"/"true"/"yes"/"on" (any case) as on and anything else as off; a value
+    /// that is neither a yes nor a no is refused here rather than read as off.
+    fn bool(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
+        let Some(value) = self.string(name) else {
+            return Ok(default);
+        };
+        match value.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            _ => Err(invalid(name, &value, "expected true or false")),
+        }
+    }
+
+    /// An existing path of the kind `is` accepts (a directory, a file), `None` when unset.
+    fn path(
+        &self,
+        name: &'static str,
+        is: fn(&Metadata) -> bool,
+        otherwise: &str,
+    ) -> Result<Option<PathBuf>, ConfigError> {
+        let Some(value) = self.string(name) else {
+            return Ok(None);
+        };
+        let path = PathBuf::from(value.trim());
+        match std::fs::metadata(&path) {
+            Ok(metadata) if is(&metadata) => Ok(Some(path)),
+            Ok(_) => Err(invalid(name, &value, otherwise)),
+            Err(e) => Err(unreadable(name, &value, otherwise, e)),
+        }
+    }
+
+    /// An http(s) URL when set.
+    fn url(&self, name: &'static str) -> Result<Option<String>, ConfigError> {
+        self.string(name)
+            .map(|url| check_url(name, url))
+            .transpose()
+    }
+}
+
+/// `value` (trimmed) as a `T` in `range`.
+fn parse_in<T>(
+    name: &'static str,
+    value: &str,
+    range: impl RangeBounds<T>,
+    expected: &str,
+) -> Result<T, ConfigError>
+where
+    T: FromStr + PartialOrd,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    match value.trim().parse::<T>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        Ok(_) => Err(invalid(name, value, expected)),
+        Err(e) => Err(unreadable(name, value, expected, e)),
+    }
+}
+
 fn invalid(name: &'static str, value: &str, reason: &str) -> ConfigError {
     ConfigError::Invalid {
         name,
         value: value.to_string(),
         reason: reason.to_string(),
+        source: None,
     }
 }
 
-fn check_url(name: &'static str, url: &str) -> Result<(), ConfigError> {
+/// [`invalid`], with the error that made the value unreadable as its source.
+fn unreadable(
+    name: &'static str,
+    value: &str,
+    reason: &str,
+    cause: impl Into<Cause>,
+) -> ConfigError {
+    ConfigError::Invalid {
+        name,
+        value: value.to_string(),
+        reason: reason.to_string(),
+        source: Some(cause.into()),
+    }
+}
+
+/// harel's table-name rule (`{prefix}_executions`, ...), shared with harel Python.
+fn table_prefix(prefix: String) -> Result<String, ConfigError> {
+    let mut chars = prefix.chars();
+    let identifier = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && prefix.len() <= 30;
+    if !identifier {
+        return Err(invalid(
+            TABLE_PREFIX,
+            &prefix,
+            "expected an identifier (a letter or _, then letters, digits or _; at most 30 characters)",
+        ));
+    }
+    Ok(prefix)
+}
+
+fn check_url(name: &'static str, url: String) -> Result<String, ConfigError> {
     let rest = url
         .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-        .ok_or_else(|| invalid(name, url, "expected an http:// or https:// URL"))?;
-    if rest.is_empty() || rest.starts_with('/') {
-        return Err(invalid(name, url, "the URL has no host"));
+        .or_else(|| url.strip_prefix("http://"));
+    match rest {
+        None => Err(invalid(name, &url, "expected an http:// or https:// URL")),
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            Err(invalid(name, &url, "the URL has no host"))
+        }
+        Some(_) => Ok(url),
     }
-    Ok(())
 }
 
-fn check_fifo_url(name: &'static str, url: &str) -> Result<(), ConfigError> {
-    check_url(name, url)?;
+fn fifo_url(name: &'static str, url: String) -> Result<String, ConfigError> {
+    let url = check_url(name, url)?;
     if !url.ends_with(".fifo") {
         return Err(invalid(
             name,
-            url,
+            &url,
             "harel needs a FIFO queue (its URL ends in .fifo): the group is the one-writer lock",
         ));
     }
-    Ok(())
+    Ok(url)
 }
 
 #[cfg(test)]
@@ -577,6 +628,29 @@ mod tests {
         // the relay needs neither the DLQ nor the idempotency table
         let relay: Vec<(&str, &str)> = BASE[..3].to_vec();
         Config::from_lookup(Role::Relay, env(&relay)).expect("enough for the relay");
+    }
+
+    #[test]
+    fn an_unreadable_value_keeps_why_as_its_source() {
+        use std::error::Error;
+        let refused = |name: &'static str, value: &'static str| {
+            let mut e = BASE.to_vec();
+            e.push((name, value));
+            Config::from_lookup(Role::Worker, env(&e)).expect_err(value)
+        };
+        let err = refused(WORKER_CONCURRENCY, "zero");
+        let source = err.source().expect("the parse error");
+        assert_eq!(source.to_string(), "invalid digit found in string");
+        // parsed, but out of range: nothing underneath
+        assert!(refused(WORKER_CONCURRENCY, "0").source().is_none());
+        // past Duration's range: refused, not a panic
+        let err = refused(SWEEP_WINDOW, "1e300");
+        assert!(
+            err.to_string().starts_with("HAREL_SWEEP_WINDOW_SECONDS="),
+            "{err}"
+        );
+        assert!(err.source().is_some());
+        assert!(refused(DEFINITIONS_DIR, "/nonexistent").source().is_some());
     }
 
     #[test]

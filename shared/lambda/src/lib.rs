@@ -6,6 +6,7 @@
 //! MemoryTransport) as on AWS (DynamoDB + SQS).
 
 pub mod config;
+mod emf;
 pub mod logging;
 pub mod metrics;
 pub mod relay;

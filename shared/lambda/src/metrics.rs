@@ -1,22 +1,20 @@
-//! Metrics in CloudWatch's embedded metric format (EMF): JSON documents printed to stdout,
-//! which CloudWatch Logs turns into metrics without any API call (so no IAM permission).
-//! One invocation aggregates what it measured and prints one document for the function and
-//! one per machine it touched: EMF takes a dimension's value from the document's root, so
-//! two machines cannot share a document. Timings are sent as value arrays (CloudWatch
-//! computes the percentiles); a timing with more than [`MAX_VALUES`] samples spills into
-//! further documents instead of losing samples.
-//!
-//! The rules checked here are the specification's: at most [`MAX_METRICS`] metric
-//! definitions per directive, at most [`MAX_DIMENSIONS`] keys per dimension set, names and
-//! dimension values 1 to 1024 (dimension names 1 to 255) characters, a namespace of 1 to 255
-//! characters, units from CloudWatch's list, numbers only (finite).
+//! harel's metrics, published in CloudWatch's embedded metric format ([`crate::emf`]). One
+//! invocation aggregates what it measured and prints one document for the function and one
+//! per machine (and per remote action) it touched: EMF takes a dimension's value from the
+//! document's root, so two machines cannot share a document. Timings are sent as value
+//! arrays (CloudWatch computes the percentiles); a timing with more samples than a document
+//! holds spills into further documents instead of losing samples.
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::sqs::SqsMessage;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
+use crate::config::Vars;
+pub use crate::emf::EmfError;
+use crate::emf::{check_dimension_value, check_namespace, Document, Unit};
+use crate::logging::{DEFAULT_SERVICE, POWERTOOLS_SERVICE_NAME};
 use crate::relay::RelayReport;
 use crate::sweeper::SweepReport;
 use crate::worker::{BatchOutcome, Handled, RecordError};
@@ -26,12 +24,6 @@ use crate::worker::{BatchOutcome, Handled, RecordError};
 pub const NAMESPACE: &str = "harel";
 /// Powertools' variable for the metrics' namespace (the template's `MetricsNamespace`).
 pub const POWERTOOLS_METRICS_NAMESPACE: &str = "POWERTOOLS_METRICS_NAMESPACE";
-pub const MAX_METRICS: usize = 100;
-pub const MAX_DIMENSIONS: usize = 30;
-pub const MAX_VALUES: usize = 100;
-const MAX_NAME: usize = 1024;
-const MAX_DIMENSION_NAME: usize = 255;
-const MAX_NAMESPACE: usize = 255;
 
 /// The dimension every document carries first: the service (`POWERTOOLS_SERVICE_NAME`, the
 /// stack's name in the template), spelled as Powertools spells it, so two stacks publishing
@@ -40,53 +32,15 @@ pub const SERVICE_DIMENSION: &str = "service";
 /// The dimension every document carries: which function measured.
 pub const FUNCTION_DIMENSION: &str = "Function";
 /// The dimension of the per-machine documents: the execution's `definition_id`.
-pub const MACHINE_DIMENSION: &str = "Machine";
+pub(crate) const MACHINE_DIMENSION: &str = "Machine";
 /// The dimension of the per-action documents: a remote action's name (`billing.charge`).
-pub const ACTION_DIMENSION: &str = "Action";
-
-#[derive(Debug, PartialEq, thiserror::Error)]
-pub enum MetricsError {
-    #[error("{0} metric definitions in one directive (EMF allows {MAX_METRICS})")]
-    TooManyMetrics(usize),
-    #[error("{0} dimensions in one dimension set (EMF allows {MAX_DIMENSIONS})")]
-    TooManyDimensions(usize),
-    #[error("invalid {what} {name:?}: {reason}")]
-    InvalidName {
-        what: &'static str,
-        name: String,
-        reason: &'static str,
-    },
-    #[error("metric {0}: {1} values in one document (EMF allows {MAX_VALUES})")]
-    TooManyValues(String, usize),
-    #[error("metric {0}: a value that is not a finite number")]
-    NotFinite(String),
-    #[error("metric {0} is defined twice in one document")]
-    Duplicate(String),
-    #[error("dimension {0} has no value in the document")]
-    MissingDimension(String),
-}
-
-/// CloudWatch's units (the ones harel's metrics use).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Unit {
-    Count,
-    Milliseconds,
-}
-
-impl Unit {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unit::Count => "Count",
-            Unit::Milliseconds => "Milliseconds",
-        }
-    }
-}
+pub(crate) const ACTION_DIMENSION: &str = "Action";
 
 /// A metric harel publishes: its name and unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Metric {
     pub name: &'static str,
-    pub unit: Unit,
+    pub(crate) unit: Unit,
 }
 
 const fn count(name: &'static str) -> Metric {
@@ -106,39 +60,39 @@ const fn millis(name: &'static str) -> Metric {
 /// Records whose event ran the engine, was broadcast to regions, or created an execution.
 pub const EVENTS_PROCESSED: Metric = count("EventsProcessed");
 /// Records with nothing to do (duplicate, unknown execution, cancelled, not started).
-pub const EVENTS_SKIPPED: Metric = count("EventsSkipped");
+pub(crate) const EVENTS_SKIPPED: Metric = count("EventsSkipped");
 /// Records reported failed (SQS delivers them again).
-pub const RECORDS_FAILED: Metric = count("RecordsFailed");
+pub(crate) const RECORDS_FAILED: Metric = count("RecordsFailed");
 /// Transactions committed (steps, broadcasts, children created inline).
 pub const COMMITS: Metric = count("Commits");
 /// Steps refused because the execution changed meanwhile (the record is retried).
 pub const CONFLICTS: Metric = count("Conflicts");
 /// Steps whose commit found the event's dedupe mark written by another writer since the
 /// read (the conditional mark refused a second application; the record is acknowledged).
-pub const DUPLICATES: Metric = count("Duplicates");
+pub(crate) const DUPLICATES: Metric = count("Duplicates");
 /// Records SQS delivered more than once (`ApproximateReceiveCount` > 1).
-pub const REDELIVERIES: Metric = count("Redeliveries");
+pub(crate) const REDELIVERIES: Metric = count("Redeliveries");
 /// Executions a step left FAILED (an action error with no `on error`).
 pub const FAILED_EXECUTIONS: Metric = count("FailedExecutions");
 /// Messages moved to the dead-letter queue.
-pub const DLQ_MOVES: Metric = count("DlqMoves");
+pub(crate) const DLQ_MOVES: Metric = count("DlqMoves");
 /// Per record: from SQS's `SentTimestamp` to the worker picking it up.
-pub const MESSAGE_AGE: Metric = millis("MessageAge");
+pub(crate) const MESSAGE_AGE: Metric = millis("MessageAge");
 /// Per fired timer: sweeper, publication time less due time; worker, processing time less
 /// due time (the `Timeout`'s `fire_at`).
-pub const TIMER_LAG: Metric = millis("TimerLag");
+pub(crate) const TIMER_LAG: Metric = millis("TimerLag");
 /// Per step that enqueued outbox entries: from its commit to their publication (worker).
-pub const OUTBOX_AGE: Metric = millis("OutboxAge");
+pub(crate) const OUTBOX_AGE: Metric = millis("OutboxAge");
 /// Outbox entries published / children created by the relay (work a crash left behind, or
 /// a concurrent worker's).
-pub const OUTBOX_RELAYED: Metric = count("OutboxRelayed");
-pub const CHILDREN_RELAYED: Metric = count("ChildrenRelayed");
+pub(crate) const OUTBOX_RELAYED: Metric = count("OutboxRelayed");
+pub(crate) const CHILDREN_RELAYED: Metric = count("ChildrenRelayed");
 /// Relay or sweeper invocations that stopped with work left because time ran low.
 pub const OUT_OF_TIME: Metric = count("OutOfTime");
-pub const TIMERS_FIRED: Metric = count("TimersFired");
+pub(crate) const TIMERS_FIRED: Metric = count("TimersFired");
 /// 1 in the first invocation of a function instance (Powertools' `ColdStart`), absent after.
-pub const COLD_START: Metric = count("ColdStart");
-pub const SWEEP_POLLS: Metric = count("SweepPolls");
+pub(crate) const COLD_START: Metric = count("ColdStart");
+pub(crate) const SWEEP_POLLS: Metric = count("SweepPolls");
 /// Per remote action (dimension `Action`): calls made (a call with its retries is one).
 pub const REMOTE_CALLS: Metric = count("RemoteCalls");
 /// Calls that ended in an action error (a function error, a non-2xx answer, out of time...).
@@ -147,99 +101,6 @@ pub const REMOTE_ERRORS: Metric = count("RemoteErrors");
 pub const REMOTE_RETRIES: Metric = count("RemoteRetries");
 /// Per call: from the request built to the answer applied, retries and backoff included.
 pub const REMOTE_LATENCY: Metric = millis("RemoteLatency");
-
-/// One EMF document: a namespace, its dimension sets, the dimensions' values and the
-/// metrics' values, checked against the specification when rendered.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Document {
-    pub namespace: String,
-    pub timestamp_ms: u64,
-    pub dimension_sets: Vec<Vec<String>>,
-    pub dimensions: BTreeMap<String, String>,
-    pub metrics: Vec<(String, Unit, Vec<f64>)>,
-}
-
-impl Document {
-    /// The EMF JSON: `_aws` metadata, then the dimension values and the metric values at
-    /// the root (a single value as a number, several as an array).
-    pub fn to_json(&self) -> Result<Value, MetricsError> {
-        check_name("namespace", &self.namespace, MAX_NAMESPACE)?;
-        if self.metrics.len() > MAX_METRICS {
-            return Err(MetricsError::TooManyMetrics(self.metrics.len()));
-        }
-        for set in &self.dimension_sets {
-            if set.len() > MAX_DIMENSIONS {
-                return Err(MetricsError::TooManyDimensions(set.len()));
-            }
-            for key in set {
-                if !self.dimensions.contains_key(key) {
-                    return Err(MetricsError::MissingDimension(key.clone()));
-                }
-            }
-        }
-        let mut root = Map::new();
-        let mut definitions = Vec::with_capacity(self.metrics.len());
-        for (name, unit, values) in &self.metrics {
-            check_name("metric name", name, MAX_NAME)?;
-            if values.len() > MAX_VALUES {
-                return Err(MetricsError::TooManyValues(name.clone(), values.len()));
-            }
-            if values.iter().any(|v| !v.is_finite()) {
-                return Err(MetricsError::NotFinite(name.clone()));
-            }
-            if root.contains_key(name) || self.dimensions.contains_key(name) {
-                return Err(MetricsError::Duplicate(name.clone()));
-            }
-            let value = match values.as_slice() {
-                [one] => json!(one),
-                many => json!(many),
-            };
-            root.insert(name.clone(), value);
-            definitions.push(json!({"Name": name, "Unit": unit.as_str()}));
-        }
-        let mut document = Map::new();
-        document.insert(
-            "_aws".into(),
-            json!({
-                "Timestamp": self.timestamp_ms,
-                "CloudWatchMetrics": [{
-                    "Namespace": self.namespace,
-                    "Dimensions": self.dimension_sets,
-                    "Metrics": definitions,
-                }],
-            }),
-        );
-        for (key, value) in &self.dimensions {
-            check_name("dimension name", key, MAX_DIMENSION_NAME)?;
-            if !key.is_ascii() || key.starts_with(':') {
-                return Err(MetricsError::InvalidName {
-                    what: "dimension name",
-                    name: key.clone(),
-                    reason: "must be ASCII and not start with ':'",
-                });
-            }
-            check_name("dimension value", value, MAX_NAME)?;
-            document.insert(key.clone(), json!(value));
-        }
-        document.extend(root);
-        Ok(Value::Object(document))
-    }
-}
-
-fn check_name(what: &'static str, name: &str, max: usize) -> Result<(), MetricsError> {
-    let reason = if name.trim().is_empty() {
-        "empty or only whitespace"
-    } else if name.chars().count() > max {
-        "too long"
-    } else {
-        return Ok(());
-    };
-    Err(MetricsError::InvalidName {
-        what,
-        name: name.chars().take(64).collect(),
-        reason,
-    })
-}
 
 /// What one scope (the function, or one machine) measured in one invocation.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -260,28 +121,32 @@ impl Default for MetricsSettings {
     fn default() -> Self {
         MetricsSettings {
             namespace: NAMESPACE.to_string(),
-            service: crate::logging::DEFAULT_SERVICE.to_string(),
+            service: DEFAULT_SERVICE.to_string(),
         }
     }
 }
 
 impl MetricsSettings {
-    pub fn from_env() -> Result<Self, MetricsError> {
+    pub fn from_env() -> Result<Self, EmfError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// `POWERTOOLS_METRICS_NAMESPACE` (default `harel`) and `POWERTOOLS_SERVICE_NAME`
     /// (default `harel`), checked as EMF checks them (a bad one stops the function at cold
     /// start rather than losing every document).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, MetricsError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+    pub(crate) fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, EmfError> {
+        let vars = Vars(lookup);
         let defaults = MetricsSettings::default();
         let settings = MetricsSettings {
-            namespace: get(POWERTOOLS_METRICS_NAMESPACE).unwrap_or(defaults.namespace),
-            service: get(crate::logging::POWERTOOLS_SERVICE_NAME).unwrap_or(defaults.service),
+            namespace: vars
+                .string(POWERTOOLS_METRICS_NAMESPACE)
+                .unwrap_or(defaults.namespace),
+            service: vars
+                .string(POWERTOOLS_SERVICE_NAME)
+                .unwrap_or(defaults.service),
         };
-        check_name("namespace", &settings.namespace, MAX_NAMESPACE)?;
-        check_name("dimension value", &settings.service, MAX_NAME)?;
+        check_namespace(&settings.namespace)?;
+        check_dimension_value(&settings.service)?;
         Ok(settings)
     }
 }
@@ -326,7 +191,7 @@ impl InvocationMetrics {
 
     /// Add `n` to a count, for the function and, when known, for the machine. A count of
     /// zero is still published: an alarm on a missing datapoint is ambiguous.
-    pub fn count(&mut self, machine: Option<&str>, metric: Metric, n: u64) {
+    pub(crate) fn count(&mut self, machine: Option<&str>, metric: Metric, n: u64) {
         *self.total.counts.entry(metric).or_default() += n;
         if let Some(m) = machine {
             let scope = self.machines.entry(m.to_string()).or_default();
@@ -335,7 +200,7 @@ impl InvocationMetrics {
     }
 
     /// One timing sample (milliseconds), for the function and, when known, the machine.
-    pub fn time(&mut self, machine: Option<&str>, metric: Metric, ms: f64) {
+    pub(crate) fn time(&mut self, machine: Option<&str>, metric: Metric, ms: f64) {
         self.total.timings.entry(metric).or_default().push(ms);
         if let Some(m) = machine {
             let scope = self.machines.entry(m.to_string()).or_default();
@@ -361,8 +226,9 @@ impl InvocationMetrics {
         self.total.counts.get(&metric).copied().unwrap_or(0)
     }
 
-    /// The EMF documents: the function's first, then one per machine (by name).
-    pub fn documents(&self) -> Result<Vec<Value>, MetricsError> {
+    /// The EMF documents: the function's first, then one per machine, then one per remote
+    /// action (each by name).
+    pub fn documents(&self) -> Result<Vec<Value>, EmfError> {
         let mut out = Vec::new();
         self.scope_documents(&self.total, None, &mut out)?;
         for (machine, measured) in &self.machines {
@@ -379,56 +245,30 @@ impl InvocationMetrics {
         measured: &Measured,
         scope: Option<(&str, &str)>,
         out: &mut Vec<Value>,
-    ) -> Result<(), MetricsError> {
-        let mut dimensions = BTreeMap::from([
-            (SERVICE_DIMENSION.to_string(), self.settings.service.clone()),
-            (FUNCTION_DIMENSION.to_string(), self.function.clone()),
-        ]);
-        let mut set = vec![
-            SERVICE_DIMENSION.to_string(),
-            FUNCTION_DIMENSION.to_string(),
+    ) -> Result<(), EmfError> {
+        let mut dimensions = vec![
+            (SERVICE_DIMENSION, self.settings.service.as_str()),
+            (FUNCTION_DIMENSION, self.function.as_str()),
         ];
-        if let Some((dimension, value)) = scope {
-            dimensions.insert(dimension.to_string(), value.to_string());
-            set.push(dimension.to_string());
-        }
-        // the counts go in the first document; each timing's samples in slices of
-        // MAX_VALUES, one slice per document
-        let slices = measured
+        dimensions.extend(scope);
+        let counts: Vec<_> = measured
+            .counts
+            .iter()
+            .map(|(metric, n)| (metric.name, metric.unit, *n as f64))
+            .collect();
+        let timings: Vec<_> = measured
             .timings
-            .values()
-            .map(|v| v.len().div_ceil(MAX_VALUES))
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        for slice in 0..slices {
-            let mut metrics: Vec<(String, Unit, Vec<f64>)> = Vec::new();
-            if slice == 0 {
-                for (metric, n) in &measured.counts {
-                    metrics.push((metric.name.to_string(), metric.unit, vec![*n as f64]));
-                }
-            }
-            for (metric, samples) in &measured.timings {
-                let part: Vec<f64> = samples
-                    .iter()
-                    .skip(slice * MAX_VALUES)
-                    .take(MAX_VALUES)
-                    .copied()
-                    .collect();
-                if !part.is_empty() {
-                    metrics.push((metric.name.to_string(), metric.unit, part));
-                }
-            }
-            if metrics.is_empty() {
-                continue;
-            }
-            let document = Document {
-                namespace: self.settings.namespace.clone(),
-                timestamp_ms: self.timestamp_ms,
-                dimension_sets: vec![set.clone()],
-                dimensions: dimensions.clone(),
-                metrics,
-            };
+            .iter()
+            .map(|(metric, samples)| (metric.name, metric.unit, samples.as_slice()))
+            .collect();
+        let documents = Document::spilled(
+            &self.settings.namespace,
+            self.timestamp_ms,
+            &dimensions,
+            &counts,
+            &timings,
+        );
+        for document in documents {
             out.push(document.to_json()?);
         }
         Ok(())
@@ -459,32 +299,12 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// What the SQS event says of a record beside its body: how often it was received and when
-/// it was sent.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Receipt {
-    pub message_id: String,
-    pub receive_count: u32,
-    pub sent_timestamp_ms: Option<u64>,
-}
-
-impl Receipt {
-    pub fn from_sqs(message: &SqsMessage) -> Self {
-        let attribute = |name: &str| message.attributes.get(name).and_then(|v| v.parse().ok());
-        Receipt {
-            message_id: message.message_id.clone().unwrap_or_default(),
-            receive_count: attribute("ApproximateReceiveCount").map_or(1, |n: u64| n as u32),
-            sent_timestamp_ms: attribute("SentTimestamp"),
-        }
-    }
-}
-
 /// The worker's metrics for one batch: what became of each record (and of its execution),
-/// with what SQS said of each (`receipts`, by message id; a record without one counts as a
-/// first delivery of unknown age).
+/// with what the SQS event said of each (`messages`, matched by message id; a record
+/// without one counts as a first delivery of unknown age).
 pub fn worker_metrics(
     outcome: &BatchOutcome,
-    receipts: &[Receipt],
+    messages: &[SqsMessage],
     timestamp_ms: u64,
 ) -> InvocationMetrics {
     let mut metrics = InvocationMetrics::new("worker", timestamp_ms);
@@ -534,11 +354,16 @@ pub fn worker_metrics(
         if let Some(age) = observed.outbox_age_ms {
             metrics.time(machine, OUTBOX_AGE, age);
         }
-        if let Some(receipt) = receipts.iter().find(|r| &r.message_id == message_id) {
-            if receipt.receive_count > 1 {
+        let message = messages
+            .iter()
+            .find(|m| m.message_id.as_deref().unwrap_or_default() == message_id);
+        if let Some(message) = message {
+            // read as the worker's Record reads it
+            let receive_count = attribute(message, "ApproximateReceiveCount");
+            if harel_sqs::sqs::receive_count(receive_count) > 1 {
                 metrics.count(machine, REDELIVERIES, 1);
             }
-            if let Some(sent) = receipt.sent_timestamp_ms {
+            if let Ok(sent) = attribute(message, "SentTimestamp").parse::<u64>() {
                 metrics.time(
                     machine,
                     MESSAGE_AGE,
@@ -548,6 +373,10 @@ pub fn worker_metrics(
         }
     }
     metrics
+}
+
+fn attribute<'m>(message: &'m SqsMessage, name: &str) -> &'m str {
+    message.attributes.get(name).map_or("", String::as_str)
 }
 
 /// The relay's metrics for one invocation.
@@ -578,6 +407,8 @@ pub fn sweeper_metrics(report: &SweepReport, timestamp_ms: u64) -> InvocationMet
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn directive(doc: &Value) -> &Value {
@@ -658,7 +489,7 @@ mod tests {
             MetricsSettings::from_lookup(
                 |name| (name == POWERTOOLS_METRICS_NAMESPACE).then(|| long.clone())
             ),
-            Err(MetricsError::InvalidName { .. })
+            Err(EmfError::InvalidName { .. })
         ));
     }
 
@@ -708,87 +539,35 @@ mod tests {
         assert_eq!(action["RemoteLatency"], json!([12.5, 30.0]));
     }
 
-    fn doc(metrics: Vec<(String, Unit, Vec<f64>)>) -> Document {
-        Document {
-            namespace: NAMESPACE.into(),
-            timestamp_ms: 1,
-            dimension_sets: vec![vec!["Function".into()]],
-            dimensions: BTreeMap::from([("Function".into(), "worker".into())]),
-            metrics,
-        }
-    }
-
     #[test]
-    fn the_specifications_limits_are_enforced() {
-        let hundred: Vec<_> = (0..100)
-            .map(|i| (format!("M{i}"), Unit::Count, vec![1.0]))
-            .collect();
-        assert!(doc(hundred.clone()).to_json().is_ok());
-        let mut too_many = hundred;
-        too_many.push(("M100".into(), Unit::Count, vec![1.0]));
-        assert_eq!(
-            doc(too_many).to_json(),
-            Err(MetricsError::TooManyMetrics(101))
-        );
-
-        let mut wide = doc(vec![("A".into(), Unit::Count, vec![1.0])]);
-        let keys: Vec<String> = (0..31).map(|i| format!("D{i}")).collect();
-        for k in &keys {
-            wide.dimensions.insert(k.clone(), "v".into());
-        }
-        wide.dimension_sets = vec![keys[..30].to_vec()];
-        assert!(wide.to_json().is_ok());
-        wide.dimension_sets = vec![keys.clone()];
-        assert_eq!(wide.to_json(), Err(MetricsError::TooManyDimensions(31)));
-
-        let values = doc(vec![("A".into(), Unit::Count, vec![1.0; 101])]);
-        assert!(matches!(
-            values.to_json(),
-            Err(MetricsError::TooManyValues(..))
-        ));
-        let nan = doc(vec![("A".into(), Unit::Count, vec![f64::NAN])]);
-        assert!(matches!(nan.to_json(), Err(MetricsError::NotFinite(_))));
-        let blank = doc(vec![(" ".into(), Unit::Count, vec![1.0])]);
-        assert!(matches!(
-            blank.to_json(),
-            Err(MetricsError::InvalidName { .. })
-        ));
-        let long = doc(vec![("x".repeat(1025), Unit::Count, vec![1.0])]);
-        assert!(matches!(
-            long.to_json(),
-            Err(MetricsError::InvalidName { .. })
-        ));
-        let twice = doc(vec![
-            ("A".into(), Unit::Count, vec![1.0]),
-            ("A".into(), Unit::Count, vec![2.0]),
-        ]);
-        assert_eq!(twice.to_json(), Err(MetricsError::Duplicate("A".into())));
-        let mut missing = doc(vec![("A".into(), Unit::Count, vec![1.0])]);
-        missing.dimension_sets = vec![vec!["Machine".into()]];
-        assert_eq!(
-            missing.to_json(),
-            Err(MetricsError::MissingDimension("Machine".into()))
-        );
-    }
-
-    #[test]
-    fn a_receipt_reads_the_sqs_attributes() {
-        let mut message = SqsMessage::default();
-        message.message_id = Some("m1".into());
-        message
-            .attributes
-            .insert("ApproximateReceiveCount".into(), "3".into());
-        message
-            .attributes
-            .insert("SentTimestamp".into(), "1767225600000".into());
-        assert_eq!(
-            Receipt::from_sqs(&message),
-            Receipt {
-                message_id: "m1".into(),
-                receive_count: 3,
-                sent_timestamp_ms: Some(1_767_225_600_000),
+    fn the_worker_reads_redeliveries_and_ages_from_the_sqs_attributes() {
+        let message = |id: &str, attributes: &[(&str, &str)]| {
+            let mut message = SqsMessage::default();
+            message.message_id = Some(id.into());
+            for (k, v) in attributes {
+                message.attributes.insert(k.to_string(), v.to_string());
             }
-        );
-        assert_eq!(Receipt::from_sqs(&SqsMessage::default()).receive_count, 1);
+            message
+        };
+        let messages = [
+            message(
+                "m1",
+                &[
+                    ("ApproximateReceiveCount", "3"),
+                    ("SentTimestamp", "1767225600000"),
+                ],
+            ),
+            message("m2", &[]),
+        ];
+        let mut outcome = BatchOutcome::default();
+        for id in ["m1", "m2", "m3"] {
+            let handled = Handled::Created {
+                execution_id: id.into(),
+            };
+            outcome.records.push((id.into(), Ok(handled)));
+        }
+        let m = worker_metrics(&outcome, &messages, 1_767_225_600_250);
+        assert_eq!(m.total(REDELIVERIES), 1);
+        assert_eq!(m.total.timings[&MESSAGE_AGE], vec![250.0]);
     }
 }

@@ -5,8 +5,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use aws_lambda_events::sqs::SqsMessage;
 use common::{harness, record};
-use harel_lambda::metrics::{relay_metrics, sweeper_metrics, worker_metrics, Receipt};
+use harel_lambda::metrics::{relay_metrics, sweeper_metrics, worker_metrics};
 use harel_lambda::{fire_due, relay, RecordError, SweepReport};
 use harel_model::{Event, Object};
 use harel_sqs::create_body;
@@ -36,19 +37,22 @@ async fn a_batch_with_a_conflict_and_a_dead_letter_counts_them() {
     ));
     // the Go is a redelivery (its second receive), sent 1.5 s before
     let now_ms = 1_767_225_601_500;
-    let receipts = vec![
-        Receipt {
-            message_id: batch[0].message_id.clone(),
-            receive_count: 2,
-            sent_timestamp_ms: Some(now_ms - 1_500),
-        },
-        Receipt {
-            message_id: batch[1].message_id.clone(),
-            receive_count: 1,
-            sent_timestamp_ms: Some(now_ms - 20),
-        },
+    let sqs = |message_id: &str, receive_count: u32, sent_ms: u64| {
+        let mut message = SqsMessage::default();
+        message.message_id = Some(message_id.to_string());
+        for (name, value) in [
+            ("ApproximateReceiveCount", receive_count.to_string()),
+            ("SentTimestamp", sent_ms.to_string()),
+        ] {
+            message.attributes.insert(name.to_string(), value);
+        }
+        message
+    };
+    let messages = vec![
+        sqs(&batch[0].message_id, 2, now_ms - 1_500),
+        sqs(&batch[1].message_id, 1, now_ms - 20),
     ];
-    let docs = worker_metrics(&outcome, &receipts, now_ms)
+    let docs = worker_metrics(&outcome, &messages, now_ms)
         .documents()
         .expect("valid EMF");
     assert_eq!(docs.len(), 2, "the function's and Flow's: {docs:#?}");
