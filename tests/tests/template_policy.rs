@@ -773,9 +773,8 @@ fn retention_ttl_and_listing_indexes_match_the_store() {
         })
         .collect();
     assert_eq!(indexes, want, "the template declares the store's indexes");
-    let env = t["Globals"]["Function"]["Environment"]["Variables"]
-        [harel_lambda::config::RETENTION_DAYS]
-        .clone();
+    let env =
+        t["Globals"]["Function"]["Environment"]["Variables"][harel_stack::RETENTION_DAYS].clone();
     assert_eq!(resource_ref(&env), "RetentionDays", "{env:?}");
     assert_eq!(str_of(&t["Parameters"]["RetentionDays"]["Default"]), "30");
 }
@@ -1242,7 +1241,7 @@ fn parameters_are_described_and_reach_the_functions() {
                 harel_lambda::metrics::POWERTOOLS_METRICS_NAMESPACE,
                 "MetricsNamespace",
             ),
-            (harel_lambda::config::LOCAL_ENDPOINT_URL, "EndpointUrl"),
+            (harel_stack::LOCAL_ENDPOINT_URL, "EndpointUrl"),
         ] {
             assert_eq!(
                 resource_ref(&env[variable]),
@@ -1277,7 +1276,7 @@ fn env_json_sets_only_declared_variables() {
             );
         }
         assert!(
-            vars.get(harel_lambda::config::LOCAL_ENDPOINT_URL).is_some(),
+            vars.get(harel_stack::LOCAL_ENDPOINT_URL).is_some(),
             "{function}: no endpoint override"
         );
         functions += 1;

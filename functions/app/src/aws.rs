@@ -185,7 +185,7 @@ pub async fn boot(role: Role) -> Result<Booted, BootError> {
     // HAREL_ENDPOINT_URL, which the template declares (empty in AWS) so that sam local invoke
     // passes events/env.json's moto endpoint, before it
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-    if let Some(url) = std::env::var(harel_lambda::config::LOCAL_ENDPOINT_URL)
+    if let Some(url) = std::env::var(harel_stack::LOCAL_ENDPOINT_URL)
         .ok()
         .filter(|u| !u.trim().is_empty())
     {

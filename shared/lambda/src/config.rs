@@ -9,57 +9,17 @@ use std::time::Duration;
 
 use harel_store::DEFAULT_TRACE_MAX;
 
-pub const TABLE_PREFIX: &str = "HAREL_TABLE_PREFIX";
-pub const QUEUE_URL: &str = "HAREL_QUEUE_URL";
-pub(crate) const DLQ_URL: &str = "HAREL_DLQ_URL";
-pub(crate) const IDEMPOTENCY_TABLE: &str = "IDEMPOTENCY_TABLE";
-/// Seconds a message for a SUSPENDED execution stays hidden before it is looked at again.
-pub(crate) const SUSPEND_RECHECK: &str = "HAREL_SUSPEND_RECHECK_SECONDS";
-/// The longest a parked message stays hidden: the park delay doubles with every receive up
-/// to this cap.
-pub(crate) const SUSPEND_RECHECK_MAX: &str = "HAREL_SUSPEND_RECHECK_MAX_SECONDS";
+// The variables' names and the defaults the CLI applies too are the stack's contract.
+use harel_stack::{
+    retention_days, InvalidRetention, ACTIONS_FILE, COMPAT_SWEEP_MINUTES, DEFAULT_RETENTION_DAYS,
+    DEFINITIONS_DIR, DLQ_URL, ENDPOINT_URL, IDEMPOTENCY_EXPIRY, IDEMPOTENCY_TABLE,
+    LOCAL_ENDPOINT_URL, MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS, SUSPEND_RECHECK,
+    SUSPEND_RECHECK_MAX, SWEEPER_FUNCTION, SWEEP_INTERVAL, SWEEP_WINDOW, TABLE_PREFIX,
+    TIMER_SHARDS, TIME_RESERVE, TRACE, TRACE_MAX, WORKER_CONCURRENCY,
+};
+
 /// SQS hides a message for at most 12 hours.
 const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 3600);
-/// Groups of one batch the worker processes at the same time.
-pub(crate) const WORKER_CONCURRENCY: &str = "HAREL_WORKER_CONCURRENCY";
-/// The longest a sweeper sleeps between two looks at the next due time while a timer is due
-/// in its window (the precision for a timer armed while a sweeper runs).
-pub(crate) const SWEEP_INTERVAL: &str = "HAREL_SWEEP_INTERVAL_SECONDS";
-/// Seconds ahead a sweeper invocation covers: timers due that soon are its to fire (a
-/// schedule fires at most once a minute, so the default is the minute to the next tick).
-pub(crate) const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
-/// The compatibility Scan (timers harel Python armed, outside the time index) runs on the
-/// minutes this divides; 0: never (no Python writer shares the tables).
-pub(crate) const COMPAT_SWEEP_MINUTES: &str = "HAREL_COMPAT_SWEEP_MINUTES";
-/// Shards of the timers' `by_due` index: the same on every writer and sweeper of the tables.
-pub(crate) const TIMER_SHARDS: &str = "HAREL_TIMER_SHARDS";
-/// The sweeper function the worker wakes for a timer due before the next tick (empty: none).
-pub(crate) const SWEEPER_FUNCTION: &str = "HAREL_SWEEPER_FUNCTION";
-/// Milliseconds of an invocation's remaining time the relay and sweeper keep in reserve.
-pub(crate) const TIME_RESERVE: &str = "HAREL_TIME_RESERVE_MS";
-/// Seconds an idempotency record lives (Powertools' `expires_after_seconds`).
-pub(crate) const IDEMPOTENCY_EXPIRY: &str = "HAREL_IDEMPOTENCY_EXPIRY_SECONDS";
-/// harel's opt-in execution timeline ("true"/"false").
-pub(crate) const TRACE: &str = "HAREL_TRACE";
-/// Steps kept per execution when the trace is on (default harel's `DEFAULT_TRACE_MAX`).
-pub(crate) const TRACE_MAX: &str = "HAREL_TRACE_MAX";
-/// Days finished work is kept before DynamoDB's TTL removes it (0: forever). See
-/// `DynamoDbStore::with_retention` for what expires when.
-pub const RETENTION_DAYS: &str = "HAREL_RETENTION_DAYS";
-pub const DEFAULT_RETENTION_DAYS: u64 = 30;
-/// A century: past that a retention is a typo, and epoch seconds would stop being dates.
-const MAX_RETENTION_DAYS: u64 = 36_500;
-/// A directory of `.stm` files (with their imports) whose machines the functions run besides
-/// the compiled-in ones, loaded and validated at cold start (harel's `HAREL_DEFINITIONS_DIR`).
-pub(crate) const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
-/// The action map (JSON, TOML or YAML): actions bound to remote functions. Unset: the
-/// `actions.{json,toml,yaml,yml}` in `HAREL_DEFINITIONS_DIR`, if any.
-pub(crate) const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
-pub(crate) const REGION: &str = "AWS_REGION";
-pub(crate) const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
-/// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty
-/// in AWS, moto's for `sam local invoke`); takes precedence over `AWS_ENDPOINT_URL`.
-pub const LOCAL_ENDPOINT_URL: &str = "HAREL_ENDPOINT_URL";
 
 /// What made a value unreadable (a number that does not parse, a path that cannot be read).
 type Cause = Box<dyn std::error::Error + Send + Sync>;
@@ -202,23 +162,8 @@ const MILLIS: &str = "expected whole milliseconds";
 const SECONDS: &str = "expected a non-negative number of seconds";
 const PAST_VISIBILITY: &str = "SQS hides a message for at most 43200 seconds";
 
-fn retention_days(days: u64) -> Duration {
-    Duration::from_secs(days * 24 * 3600)
-}
-
 fn retention_expected() -> String {
-    format!("expected whole days from 0 (keep forever) to {MAX_RETENTION_DAYS}")
-}
-
-/// `HAREL_RETENTION_DAYS` (also the CLI's `--retention-days`): whole days, 0 = keep forever.
-pub fn parse_retention_days(value: &str) -> Result<Duration, ConfigError> {
-    let days = parse_in(
-        RETENTION_DAYS,
-        value,
-        ..=MAX_RETENTION_DAYS,
-        &retention_expected(),
-    )?;
-    Ok(retention_days(days))
+    InvalidRetention.to_string()
 }
 
 impl Config {
