@@ -72,19 +72,12 @@ fn stm_files(path: &Path, origin: &str) -> anyhow::Result<Vec<PathBuf>> {
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let entries = std::fs::read_dir(path).map_err(|e| {
+    harel_lang::stm_files(path).map_err(|e| {
         super::exit::usage(format_args!(
             "{origin} {}: cannot read the directory: {e}",
             path.display()
         ))
-    })?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "stm"))
-        .collect();
-    files.sort();
-    Ok(files)
+    })
 }
 
 /// Every machine of `file`; a file that does not parse says where (`file:line:col` and a

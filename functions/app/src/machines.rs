@@ -46,16 +46,10 @@ pub fn definitions() -> Result<Vec<Definition>, MachineError> {
 /// `file:line:col: message`, a machine that breaks harel's static rules with its issues.
 pub fn dir_definitions(dir: &Path) -> Result<Vec<Definition>, MachineError> {
     let shown = dir.display().to_string();
-    let entries = std::fs::read_dir(dir).map_err(|e| MachineError {
+    let files = harel_lang::stm_files(dir).map_err(|e| MachineError {
         file: shown.clone(),
         message: format!("cannot read the directory: {e}"),
     })?;
-    let mut files: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "stm"))
-        .collect();
-    files.sort();
     let mut out = Vec::new();
     for path in files {
         let file = path.display().to_string();

@@ -29,8 +29,8 @@ pub mod validate;
 
 pub use error::{ErrorKind, LangError, Pos};
 pub use loader::{
-    load_file, load_file_with, load_str, load_str_with, load_text_with, parse_file, LoadOptions,
-    Loaded,
+    load_file, load_file_with, load_str, load_str_with, load_text_with, parse_file, stm_files,
+    LoadOptions, Loaded,
 };
 pub use parser::{parse, DeclKind, Program};
 pub use validate::{validate, validate_or_raise, Issue, Severity, ValidationError};

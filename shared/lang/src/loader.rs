@@ -403,3 +403,16 @@ fn position_index(cfg: &Object, path: &str, out: &mut HashMap<String, Pos>) {
         }
     }
 }
+
+/// The `.stm` files directly in `dir`, sorted by name: a machines directory, as the functions
+/// read `HAREL_DEFINITIONS_DIR` and the CLI `--machines DIR` (subdirectories are not read:
+/// they hold what the files import).
+pub fn stm_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "stm"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
