@@ -6,6 +6,7 @@
 //! DynamoDB requests a pinned version costs: one read per process, none per event after.
 
 use std::collections::BTreeMap;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
@@ -18,6 +19,7 @@ use harel_runtime::{versions, ActionRegistry, Clock, Driver, ManualClock};
 use harel_sqs::{create_body, SqsTransport};
 use harel_store::{DefinitionDoc, ExecutionStore};
 use harel_testkit::{pump, send, MotoStack};
+use harel_tests::differential::harel_python;
 
 const V1: &str = r#"
 event Go {}
@@ -305,4 +307,83 @@ async fn a_parked_execution_migrates_with_a_map_and_finishes_on_the_new_version(
     let finished = stack.load("parked").await;
     assert_eq!(finished.status, Status::Done, "{finished:?}");
     assert_eq!(finished.pinned_version(), Some(v2.as_str()));
+}
+
+/// harel Python on the same tables: `create` starts an execution of the file's machine M,
+/// `send KIND` processes one event on it (inline, as harel's DurableRunner does); prints the
+/// stored execution as harel's JSON.
+const HAREL_SIDE: &str = r#"
+import json, os, sys
+import boto3
+from harel.dsl import definition_from_dsl_file
+from harel.engine.durable import DurableRunner
+from harel.engine.store.dynamodb import DynamoDBStore
+from harel.spec.states import Event
+
+prefix, path, action, eid, kind = sys.argv[1:6]
+client = boto3.client("dynamodb", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                      aws_access_key_id="test", aws_secret_access_key="test")
+store = DynamoDBStore(client, prefix=prefix, create_schema=False)
+defn = definition_from_dsl_file(path, "M")
+runner = DurableRunner(store, {defn.id: defn}, clock=lambda: 1_700_000_000.0, execution="inline")
+if action == "create":
+    runner.create(defn.id, execution_id=eid)
+else:
+    runner.process(eid, Event(kind=kind))
+print(store.load(eid).model_dump_json())
+"#;
+
+fn harel(
+    stack: &Stack,
+    machine_text: &str,
+    action: &str,
+    id: &str,
+    kind: &str,
+) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("harel-versions-{}", stack.moto.prefix));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let path = dir.join("m.stm");
+    std::fs::write(&path, machine_text).expect("the machine file");
+    let out = Command::new(harel_python().expect("the harel Python venv"))
+        .arg("-c")
+        .arg(HAREL_SIDE)
+        .arg(&stack.moto.prefix)
+        .arg(&path)
+        .arg(action)
+        .arg(id)
+        .arg(kind)
+        .output()
+        .expect("harel Python runs");
+    assert!(
+        out.status.success(),
+        "harel Python {action} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("harel's side prints JSON")
+}
+
+#[tokio::test]
+async fn harel_python_executions_run_unpinned_and_a_python_write_drops_the_pin() {
+    let stack = Stack::new().await;
+    let (worker, _) = stack.deploy(vec![machine(V2)]);
+
+    // created by harel Python: no version, so it runs on the deployed definition, as before
+    let created = harel(&stack, V2, "create", "py", "");
+    assert!(created.get("definition_version").is_none(), "{created}");
+    stack.event(&worker, "py", "Go").await;
+    stack.event(&worker, "py", "Finish").await;
+    let done = stack.load("py").await;
+    assert_eq!(done.status, Status::Done, "{done:?}");
+    assert_eq!(done.pinned_version(), None);
+
+    // ours, pinned; harel Python's next write drops the field (pydantic ignores unknown
+    // fields), and from then on it runs on the deployed definition
+    stack.create(&worker, "ours").await;
+    assert!(stack.load("ours").await.pinned_version().is_some());
+    let after = harel(&stack, V2, "send", "ours", "Go");
+    assert_eq!(after["active_path"], "Review");
+    assert!(after.get("definition_version").is_none(), "{after}");
+    assert_eq!(stack.load("ours").await.pinned_version(), None);
+    stack.event(&worker, "ours", "Finish").await;
+    assert_eq!(stack.load("ours").await.status, Status::Done);
 }
