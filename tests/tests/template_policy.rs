@@ -262,6 +262,16 @@ fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
 const WORKER: &[(&str, &str, &str)] = &[
     (
         "GetItem",
+        "DefinitionsTable",
+        "a pinned machine version, once per process",
+    ),
+    (
+        "PutItem",
+        "DefinitionsTable",
+        "a machine version, kept with its first execution",
+    ),
+    (
+        "GetItem",
         "ExecutionsTable",
         "load (create's existence check, live regions, a child's parent)",
     ),
@@ -369,6 +379,16 @@ const WORKER: &[(&str, &str, &str)] = &[
 ];
 
 const RELAY: &[(&str, &str, &str)] = &[
+    (
+        "GetItem",
+        "DefinitionsTable",
+        "a child's pinned machine version, once per process",
+    ),
+    (
+        "PutItem",
+        "DefinitionsTable",
+        "a child's machine version, kept with its first execution",
+    ),
     ("Scan", "OutboxTable", "pending_outbox"),
     ("Scan", "SpawnsTable", "pending_spawns"),
     ("GetItem", "ExecutionsTable", "a child exists? its parent"),
@@ -1040,8 +1060,8 @@ fn names_are_the_stacks_and_data_is_retained() {
     }
     assert_eq!(
         stateful,
-        8 + 3 + 4,
-        "8 tables, 3 queues, 4 log groups (the example action's too)"
+        9 + 3 + 4,
+        "9 tables (harel's 7, idempotency, definitions), 3 queues, 4 log groups (the example action's too)"
     );
 }
 
