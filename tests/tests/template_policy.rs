@@ -266,9 +266,9 @@ const WORKER: &[(&str, &str, &str)] = &[
         "a pinned machine version, once per process",
     ),
     (
-        "PutItem",
+        "TransactWriteItems:Update",
         "DefinitionsTable",
-        "a machine version, kept with its first execution",
+        "commit: a machine version, kept with its first execution",
     ),
     (
         "GetItem",
@@ -385,9 +385,9 @@ const RELAY: &[(&str, &str, &str)] = &[
         "a child's pinned machine version, once per process",
     ),
     (
-        "PutItem",
+        "TransactWriteItems:Update",
         "DefinitionsTable",
-        "a child's machine version, kept with its first execution",
+        "a child's start: its machine version, kept with the first execution using it",
     ),
     ("Scan", "OutboxTable", "pending_outbox"),
     ("Scan", "SpawnsTable", "pending_spawns"),
@@ -475,6 +475,7 @@ fn iam_action(op: &str) -> String {
     match op {
         "TransactWriteItems:Put" => "dynamodb:PutItem".into(),
         "TransactWriteItems:Delete" => "dynamodb:DeleteItem".into(),
+        "TransactWriteItems:Update" => "dynamodb:UpdateItem".into(),
         "SendMessageBatch" => "sqs:SendMessage".into(),
         "Invoke" => "lambda:InvokeFunction".into(),
         "GetParameter" => "ssm:GetParameter".into(),

@@ -110,16 +110,21 @@ pub async fn execute(request: Request) -> anyhow::Result<ExitCode> {
             };
             let machines = a.machines.load()?;
             let exe = stack.execution(id).await?;
-            let defn = machines.get(&exe.definition_id).map_err(|e| {
-                anyhow!("{e} (cancel reads the machine to tell whether it models Cancel)")
-            })?;
-            harel_control::cancel_with_reason(store, defn, id, reason, at).await
+            let defn = super::versions::definition_of(&stack, &exe, || {
+                machines.get(&exe.definition_id).map_err(|e| {
+                    anyhow!("{e} (cancel reads the machine to tell whether it models Cancel)")
+                })
+            })
+            .await?;
+            harel_control::cancel_with_reason(store, &defn, id, reason, at).await
         }
         Request::Redrive(a) => {
             let machines = a.machines.load()?;
             let exe = stack.execution(id).await?;
-            let defn = machines.get(&exe.definition_id)?;
-            harel_control::redrive(store, defn, id, &a.to, at).await
+            let defn =
+                super::versions::definition_of(&stack, &exe, || machines.get(&exe.definition_id))
+                    .await?;
+            harel_control::redrive(store, &defn, id, &a.to, at).await
         }
         Request::Terminate(_) => harel_control::terminate(store, id, at).await,
         Request::Suspend(_) => harel_control::suspend(store, id, at).await,

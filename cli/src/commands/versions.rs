@@ -128,6 +128,40 @@ async fn target(
     Ok((defn.as_ref().clone(), None))
 }
 
+/// The definition a control command decides against: the execution's pinned version (read
+/// from the store), else the deployed machine `fallback` gives.
+pub async fn definition_of<'a>(
+    stack: &Stack,
+    exe: &Execution,
+    fallback: impl FnOnce() -> anyhow::Result<&'a Definition>,
+) -> anyhow::Result<std::borrow::Cow<'a, Definition>> {
+    let Some(version) = exe.pinned_version() else {
+        return fallback().map(std::borrow::Cow::Borrowed);
+    };
+    let kept = stack
+        .store
+        .get_definition(version)
+        .await
+        .map_err(|e| stack.explain(&format!("reading version {version}"), e))?
+        .ok_or_else(|| {
+            super::exit::not_found(format_args!(
+                "{} runs version {version} of {}, which the store does not keep",
+                exe.id, exe.definition_id
+            ))
+        })?;
+    let bundle = rebuild(version, &kept.document)?;
+    let defn = bundle
+        .get(&exe.definition_id)
+        .or_else(|| exe.definition_fqn.as_ref().and_then(|f| bundle.get(f)))
+        .ok_or_else(|| {
+            super::exit::refused(format_args!(
+                "version {version} has no machine {}",
+                exe.definition_id
+            ))
+        })?;
+    Ok(std::borrow::Cow::Owned(defn.as_ref().clone()))
+}
+
 async fn live_roots(stack: &Stack, machine: &str) -> anyhow::Result<Vec<String>> {
     let mut ids = Vec::new();
     let mut cursor = None;

@@ -391,6 +391,88 @@ impl DynamoDbStore {
     }
 
     /// Parse an executions item (`data`, and the trace idx we keep beside it).
+    /// The commit, with a machine version kept in its transaction when `keep` has one.
+    async fn commit_with(
+        &self,
+        exe: &mut Execution,
+        commit: Commit,
+        keep: Option<&DefinitionDoc>,
+    ) -> StoreResult<Vec<u64>> {
+        let mut known_trace_max = self.known_trace_max(&exe.id, exe.version);
+        for _ in 0..COLLISION_ATTEMPTS {
+            let outbox_base = self.seq_block("outbox", commit.emits.len()).await?;
+            let spawn_base = self.seq_block("spawn", commit.spawns.len()).await?;
+            if commit.trace.is_some() && known_trace_max.is_none() {
+                known_trace_max = Some(self.query_trace_max(&exe.id).await?);
+            }
+            let mut plan = commit::plan(commit::Inputs {
+                tables: &self.tables,
+                exe,
+                commit: &commit,
+                outbox_base,
+                spawn_base,
+                known_trace_max,
+                trace_max: self.trace_max,
+                retention: self.retention_now(),
+                due_shards: self.due_shards,
+            })?;
+            if let Some(doc) = keep {
+                commit::keep_definition(&mut plan, &self.tables, doc)?;
+            }
+            let result = commit::request(&self.client, &plan)
+                .send()
+                .await
+                .map(|_| ());
+            match commit::send_outcome(&plan, result) {
+                Outcome::Committed => {
+                    exe.version += 1;
+                    match plan.trace_idx {
+                        Some(idx) => self.remember_trace(&exe.id, exe.version, Some(idx)),
+                        None if known_trace_max == Some(None) => {
+                            self.remember_trace(&exe.id, exe.version, None)
+                        }
+                        None => self.forget_trace(&exe.id),
+                    }
+                    return Ok(plan.outbox_seqs);
+                }
+                Outcome::AlreadyProcessed => {
+                    return Err(already_processed(exe, &commit));
+                }
+                Outcome::Conflict(found) => {
+                    let found = match found {
+                        Some(found) => found,
+                        None => {
+                            // no reasons to tell the mark's condition from the version's
+                            // (an older emulator's bare ConditionalCheckFailedException)
+                            if let Some(event_id) = &commit.processed_event_id {
+                                if self.processed_consistently(&exe.id, event_id).await? {
+                                    return Err(already_processed(exe, &commit));
+                                }
+                            }
+                            self.stored_version(&exe.id).await?
+                        }
+                    };
+                    self.forget_trace(&exe.id);
+                    return Err(StoreError::Conflict {
+                        execution_id: exe.id.to_string(),
+                        expected: exe.version,
+                        found,
+                    });
+                }
+                Outcome::SeqCollision => continue,
+                Outcome::TraceCollision => {
+                    known_trace_max = None;
+                    continue;
+                }
+                Outcome::Failed(err) => return Err(err),
+            }
+        }
+        Err(StoreError::Retryable(format!(
+            "the commit of execution {:?} met existing outbox seqs or trace indexes {COLLISION_ATTEMPTS} times",
+            exe.id
+        )))
+    }
+
     fn execution_of(&self, item: &Item) -> StoreResult<Execution> {
         let table = self.tables.executions();
         let data = get_s(item, "data").map_err(|e| errors::corrupt(&table, e))?;
@@ -686,76 +768,16 @@ impl ExecutionStore for DynamoDbStore {
     }
 
     async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
-        let mut known_trace_max = self.known_trace_max(&exe.id, exe.version);
-        for _ in 0..COLLISION_ATTEMPTS {
-            let outbox_base = self.seq_block("outbox", commit.emits.len()).await?;
-            let spawn_base = self.seq_block("spawn", commit.spawns.len()).await?;
-            if commit.trace.is_some() && known_trace_max.is_none() {
-                known_trace_max = Some(self.query_trace_max(&exe.id).await?);
-            }
-            let plan = commit::plan(commit::Inputs {
-                tables: &self.tables,
-                exe,
-                commit: &commit,
-                outbox_base,
-                spawn_base,
-                known_trace_max,
-                trace_max: self.trace_max,
-                retention: self.retention_now(),
-                due_shards: self.due_shards,
-            })?;
-            let result = commit::request(&self.client, &plan)
-                .send()
-                .await
-                .map(|_| ());
-            match commit::send_outcome(&plan, result) {
-                Outcome::Committed => {
-                    exe.version += 1;
-                    match plan.trace_idx {
-                        Some(idx) => self.remember_trace(&exe.id, exe.version, Some(idx)),
-                        None if known_trace_max == Some(None) => {
-                            self.remember_trace(&exe.id, exe.version, None)
-                        }
-                        None => self.forget_trace(&exe.id),
-                    }
-                    return Ok(plan.outbox_seqs);
-                }
-                Outcome::AlreadyProcessed => {
-                    return Err(already_processed(exe, &commit));
-                }
-                Outcome::Conflict(found) => {
-                    let found = match found {
-                        Some(found) => found,
-                        None => {
-                            // no reasons to tell the mark's condition from the version's
-                            // (an older emulator's bare ConditionalCheckFailedException)
-                            if let Some(event_id) = &commit.processed_event_id {
-                                if self.processed_consistently(&exe.id, event_id).await? {
-                                    return Err(already_processed(exe, &commit));
-                                }
-                            }
-                            self.stored_version(&exe.id).await?
-                        }
-                    };
-                    self.forget_trace(&exe.id);
-                    return Err(StoreError::Conflict {
-                        execution_id: exe.id.to_string(),
-                        expected: exe.version,
-                        found,
-                    });
-                }
-                Outcome::SeqCollision => continue,
-                Outcome::TraceCollision => {
-                    known_trace_max = None;
-                    continue;
-                }
-                Outcome::Failed(err) => return Err(err),
-            }
-        }
-        Err(StoreError::Retryable(format!(
-            "the commit of execution {:?} met existing outbox seqs or trace indexes {COLLISION_ATTEMPTS} times",
-            exe.id
-        )))
+        self.commit_with(exe, commit, None).await
+    }
+
+    async fn commit_keeping(
+        &self,
+        exe: &mut Execution,
+        commit: Commit,
+        doc: &DefinitionDoc,
+    ) -> StoreResult<Vec<u64>> {
+        self.commit_with(exe, commit, Some(doc)).await
     }
 
     /// Eventually consistent whatever `consistent_reads` says (half the read units, as

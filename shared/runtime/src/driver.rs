@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use harel_engine::{error_event, has_error_handler, ActionCall, EngineError, Host, StepEffects};
 use harel_model::{Definition, Event, Execution, Spawn, Status, TimerOp};
-use harel_store::{Commit, ExecutionStore, OutboxEntry};
+use harel_store::{Commit, DefinitionDoc, ExecutionStore, OutboxEntry};
 use serde_json::Value;
 
 use crate::actions::{unbound_error, ActionContext, ActionRegistry};
@@ -329,19 +329,16 @@ impl Driver {
     }
 
     /// A never-committed execution without a pin starts on the deployed version of its
-    /// machine; that version is made durable (once per process) before anything runs on it,
-    /// so every later host can rebuild it. One already committed without a pin (created
-    /// before versions, or last written by harel Python, which drops the field) stays
-    /// unpinned and runs on the deployed definition, as it always did.
-    async fn pin_new<S: ExecutionStore>(
-        &self,
-        store: &S,
-        exe: &mut Execution,
-    ) -> Result<(), RuntimeError> {
-        if !self.pinning {
-            return Ok(());
+    /// machine. One already committed without a pin (created before versions, or last
+    /// written by harel Python, which drops the field) stays unpinned and runs on the
+    /// deployed definition, as it always did. Returns the version's document when this
+    /// process has not made sure yet that the store keeps it: the first commit keeps it,
+    /// so every later host can rebuild it.
+    fn pin_new(&self, exe: &mut Execution) -> Option<DefinitionDoc> {
+        if !self.pinning || exe.version != 0 {
+            return None;
         }
-        if exe.version == 0 && exe.pinned_version().is_none() {
+        if exe.pinned_version().is_none() {
             let current = self
                 .versions
                 .current
@@ -355,31 +352,13 @@ impl Driver {
                 exe.pin_version(&version);
             }
         }
-        if exe.version != 0 {
-            return Ok(());
-        }
-        let Some(version) = exe.pinned_version() else {
-            return Ok(());
-        };
-        if self
-            .versions
-            .kept
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(version)
-        {
-            return Ok(());
+        let version = exe.pinned_version()?;
+        let kept = self.versions.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.contains(version) {
+            return None;
         }
         // a version not deployed here was read from the store: it is kept already
-        if let Some(doc) = self.versions.doc(version, self.clock.now()) {
-            store.put_definition(&doc).await?;
-        }
-        self.versions
-            .kept
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(version.to_string());
-        Ok(())
+        self.versions.doc(version, self.clock.now())
     }
 
     /// harel `_resolve_machine`: a submachine by its FQN among the registered definitions
@@ -502,7 +481,7 @@ impl Driver {
         exe: &mut Execution,
         event: Option<&Event>,
     ) -> Result<Stepped, RuntimeError> {
-        self.pin_new(store, exe).await?;
+        let keep = self.pin_new(exe);
         let defn = self.resolve(store, exe).await?;
         let defn = defn.as_ref();
         let event_id = event.map(|ev| ev.id.clone());
@@ -538,7 +517,18 @@ impl Driver {
             spawns: fx.spawns,
             trace,
         };
-        let seqs = store.commit(exe, commit).await?;
+        let seqs = match &keep {
+            Some(doc) => {
+                let seqs = store.commit_keeping(exe, commit, doc).await?;
+                self.versions
+                    .kept
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(doc.version.clone());
+                seqs
+            }
+            None => store.commit(exe, commit).await?,
+        };
         if seqs.len() != emits.len() {
             return Err(RuntimeError::Store(harel_store::StoreError::Other(
                 format!(

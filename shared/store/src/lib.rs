@@ -307,6 +307,22 @@ pub trait ExecutionStore: Send + Sync {
         async move { Err(StoreError::Other(message)) }
     }
 
+    /// `commit`, keeping `doc` as [`ExecutionStore::put_definition`] does: how a version is
+    /// kept with the first execution that uses it. Where the backend can, in the same
+    /// atomic write (no request of its own); by default, a put before the commit (a version
+    /// kept for a commit that then fails is harmless: a version is its content).
+    fn commit_keeping(
+        &self,
+        exe: &mut Execution,
+        commit: Commit,
+        doc: &DefinitionDoc,
+    ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send {
+        async move {
+            self.put_definition(doc).await?;
+            self.commit(exe, commit).await
+        }
+    }
+
     /// The kept version, if any.
     fn get_definition(
         &self,
