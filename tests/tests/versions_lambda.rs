@@ -384,3 +384,114 @@ async fn harel_python_executions_run_unpinned_and_a_python_write_drops_the_pin()
     stack.event(&worker, "ours", "Finish").await;
     assert_eq!(stack.load("ours").await.status, Status::Done);
 }
+
+const REGIONS_V1: &str = r#"
+event Go {}
+event DoneA {}
+event DoneB {}
+machine M {
+  initial Idle
+  state Idle {}
+  orthogonal Work {
+    state A {
+      initial A1
+      state A1 {}
+      final A2 success
+      from A1 to A2 on DoneA
+    }
+    state B {
+      initial B1
+      state B1 {}
+      final B2 success
+      from B1 to B2 on DoneB
+    }
+  }
+  final Done success
+  final Failed failed
+  from Idle to Work on Go
+  from Work join all to Done else to Failed
+}
+"#;
+
+/// The regions' waiting states renamed.
+fn regions_v2() -> String {
+    REGIONS_V1.replace("A1", "AWait").replace("B1", "BWait")
+}
+
+async fn regions_of(stack: &Stack, id: &str) -> Vec<Execution> {
+    let parent = stack.load(id).await;
+    let mut out = Vec::new();
+    for child in parent.children.keys() {
+        out.push(stack.load(child).await);
+    }
+    out
+}
+
+#[tokio::test]
+async fn regions_run_on_their_parents_version_and_migrate_with_it() {
+    let stack = Stack::new().await;
+    let v1 = versions::version_of_definition(&machine(REGIONS_V1)).expect("v1");
+    let target = machine(&regions_v2());
+    let document = versions::bundle_document(&target).expect("doc");
+    let v2 = versions::version_of(&document);
+
+    let (first, _) = stack.deploy(vec![machine(REGIONS_V1)]);
+    for id in ["r1", "r2"] {
+        stack.create(&first, id).await;
+        stack.event(&first, id, "Go").await;
+        let regions = regions_of(&stack, id).await;
+        assert_eq!(regions.len(), 2, "{id}: {regions:?}");
+        for r in &regions {
+            assert_eq!(r.pinned_version(), Some(v1.as_str()), "{}", r.id);
+        }
+    }
+
+    // redeployed with v2 only: r1's regions, in A1 and B1, finish on v1
+    let (second, _) = stack.deploy(vec![target.clone()]);
+    stack.event(&second, "r1", "DoneA").await;
+    stack.event(&second, "r1", "DoneB").await;
+    let r1 = stack.load("r1").await;
+    assert_eq!(r1.status, Status::Done, "{r1:?}");
+    assert_eq!(r1.pinned_version(), Some(v1.as_str()));
+
+    // r2 migrates with its regions; a worker shipping only v1 then finishes it on v2
+    stack
+        .reader
+        .put_definition(&DefinitionDoc {
+            version: v2.clone(),
+            machine: "M".into(),
+            created_at: stack.clock.now(),
+            document,
+        })
+        .await
+        .expect("kept");
+    let map = PathMap::parse(&["Work.A.A1=Work.A.AWait", "Work.B.B1=Work.B.BWait"]).expect("map");
+    let report = migrate(
+        &stack.reader,
+        &target,
+        &v2,
+        "r2",
+        &map,
+        stack.clock.now(),
+        false,
+    )
+    .await
+    .expect("a report");
+    assert!(report.refused.is_empty(), "{report:?}");
+    assert_eq!(report.migrated.len(), 3, "{report:?}");
+    for r in regions_of(&stack, "r2").await {
+        assert_eq!(r.pinned_version(), Some(v2.as_str()), "{}", r.id);
+        assert!(
+            r.active_path
+                .as_deref()
+                .is_some_and(|p| p.ends_with("Wait")),
+            "{r:?}"
+        );
+    }
+    let (still_v1, _) = stack.deploy(vec![machine(REGIONS_V1)]);
+    stack.event(&still_v1, "r2", "DoneA").await;
+    stack.event(&still_v1, "r2", "DoneB").await;
+    let r2 = stack.load("r2").await;
+    assert_eq!(r2.status, Status::Done, "{r2:?}");
+    assert_eq!(r2.pinned_version(), Some(v2.as_str()));
+}
