@@ -328,7 +328,7 @@ impl Driver {
         }
     }
 
-    /// A never-committed execution without a pin starts on the deployed version of its
+    /// A never-committed root execution without a pin starts on the deployed version of its
     /// machine. One already committed without a pin (created before versions, or last
     /// written by harel Python, which drops the field) stays unpinned and runs on the
     /// deployed definition, as it always did. Returns the version's document when this
@@ -338,7 +338,9 @@ impl Driver {
         if !self.pinning || exe.version != 0 {
             return None;
         }
-        if exe.pinned_version().is_none() {
+        // a child has its pin (or none, as its unpinned parent) from its spawn: a region of
+        // an unpinned parent must run the machine its parent runs, the deployed one
+        if exe.pinned_version().is_none() && exe.parent_id.is_none() {
             let current = self
                 .versions
                 .current

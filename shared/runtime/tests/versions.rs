@@ -114,3 +114,44 @@ fn a_version_is_its_content_not_its_positions() {
     assert!(bundle.get("M").unwrap().get("B").is_some());
     assert!(versions::rebuild("ffffffffffffffff", &doc).is_err());
 }
+
+fn forked() -> Definition {
+    let region = |name: &str, event: &str| {
+        json!({"start": format!("{name}1"),
+            "states": {format!("{name}1"): {}, format!("{name}2"): {"outcome": "success"}},
+            "transitions": [{"from": format!("{name}1"), "to": format!("{name}2"), "on_event": {"type": event}}]})
+    };
+    build_definition(
+        &json!({"start": "Idle", "states": {"Idle": {},
+            "Work": {"type": "OrthogonalState", "states": {"A": region("A", "DoneA"), "B": region("B", "DoneB")}}},
+            "transitions": [{"from": "Idle", "to": "Work", "on_event": {"type": "Go"}}]}),
+        "F",
+        None,
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn regions_take_their_parents_pin_or_none() {
+    let runner = harel_runtime::DurableRunner::new(MemoryStore::new(), [forked()]);
+    let version = runner.driver().current_version("F").unwrap().to_string();
+    let pinned = runner.create("F", None, Some("pinned")).await.unwrap();
+    assert_eq!(pinned.pinned_version(), Some(version.as_str()));
+    runner.process("pinned", &Event::new("Go")).await.unwrap();
+
+    // as harel Python leaves it: no version
+    let mut legacy = Execution::new("F").with_id("legacy");
+    legacy.status = Status::Running;
+    legacy.active_path = Some("Idle".into());
+    runner.store().save(&mut legacy).await.unwrap();
+    runner.process("legacy", &Event::new("Go")).await.unwrap();
+
+    for (parent, expected) in [("pinned", Some(version.as_str())), ("legacy", None)] {
+        let exe = runner.get(parent).await.unwrap().unwrap();
+        assert_eq!(exe.children.len(), 2, "{exe:?}");
+        for child in exe.children.keys() {
+            let child = runner.get(child).await.unwrap().unwrap();
+            assert_eq!(child.pinned_version(), expected, "{}", child.id);
+        }
+    }
+}

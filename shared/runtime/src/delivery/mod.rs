@@ -82,8 +82,9 @@ pub fn restart_ttl(defn: &Definition, exe: &mut Execution, now: f64) -> Option<T
 /// runs the machine named by the `__invoke_fqn__` its spawn carries, with that machine's
 /// context defaults, and records the FQN so any host can resolve it again. Either inherits
 /// the parent's priority. A pinned parent's children run on its version (a submachine it
-/// carries is in that version; one it only names, compiled in alongside, on the version
-/// deployed now, pinned when the child starts).
+/// carries is in that version; one it only names, compiled in alongside, on that machine's
+/// version deployed now); an unpinned parent's (harel Python's, or from before versions) run
+/// unpinned, on the deployed definition, as the parent does.
 async fn spawned_child<S: ExecutionStore>(
     driver: &Driver,
     store: &S,
@@ -106,7 +107,11 @@ async fn spawned_child<S: ExecutionStore>(
             let defn = match carried {
                 Some(defn) => defn,
                 None => {
-                    pin = None;
+                    // compiled in alongside, not carried: a pinned parent's child starts on
+                    // that machine's deployed version, an unpinned parent's runs unpinned
+                    if pin.is_some() {
+                        pin = driver.current_version(&fqn).map(str::to_string);
+                    }
                     std::sync::Arc::clone(driver.resolve_machine(&fqn)?)
                 }
             };
