@@ -56,6 +56,10 @@ enum Command {
     Resume(commands::control::ControlArgs),
     /// Bring a FAILED execution back at a leaf state, once its bug is fixed
     Redrive(commands::control::RedriveArgs),
+    /// Move in-flight executions to another version of their machine (--map for renamed states)
+    Migrate(commands::versions::MigrateArgs),
+    /// Before a deploy: what becomes of the live executions of each machine and version
+    DeployCheck(commands::versions::DeployCheckArgs),
     /// Watch the stack's executions in a terminal UI; suspend, resume, cancel, terminate
     Monitor(commands::monitor::MonitorArgs),
     /// Delete finished execution trees older than an age for good, optionally archived
@@ -97,6 +101,8 @@ async fn main() -> ExitCode {
         Command::Redrive(args) => {
             commands::control::execute(commands::control::Request::Redrive(args)).await
         }
+        Command::Migrate(args) => commands::versions::execute_migrate(args).await,
+        Command::DeployCheck(args) => commands::versions::execute_deploy_check(args).await,
         Command::Monitor(args) => commands::monitor::execute(args).await,
         Command::Purge(args) => commands::purge::execute(args).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,

@@ -262,6 +262,16 @@ fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
 const WORKER: &[(&str, &str, &str)] = &[
     (
         "GetItem",
+        "DefinitionsTable",
+        "a pinned machine version, once per process",
+    ),
+    (
+        "TransactWriteItems:Update",
+        "DefinitionsTable",
+        "commit: a machine version, kept with its first execution",
+    ),
+    (
+        "GetItem",
         "ExecutionsTable",
         "load (create's existence check, live regions, a child's parent)",
     ),
@@ -369,6 +379,16 @@ const WORKER: &[(&str, &str, &str)] = &[
 ];
 
 const RELAY: &[(&str, &str, &str)] = &[
+    (
+        "GetItem",
+        "DefinitionsTable",
+        "a child's pinned machine version, once per process",
+    ),
+    (
+        "TransactWriteItems:Update",
+        "DefinitionsTable",
+        "a child's start: its machine version, kept with the first execution using it",
+    ),
     ("Scan", "OutboxTable", "pending_outbox"),
     ("Scan", "SpawnsTable", "pending_spawns"),
     ("GetItem", "ExecutionsTable", "a child exists? its parent"),
@@ -455,6 +475,7 @@ fn iam_action(op: &str) -> String {
     match op {
         "TransactWriteItems:Put" => "dynamodb:PutItem".into(),
         "TransactWriteItems:Delete" => "dynamodb:DeleteItem".into(),
+        "TransactWriteItems:Update" => "dynamodb:UpdateItem".into(),
         "SendMessageBatch" => "sqs:SendMessage".into(),
         "Invoke" => "lambda:InvokeFunction".into(),
         "GetParameter" => "ssm:GetParameter".into(),
@@ -1039,8 +1060,8 @@ fn names_are_the_stacks_and_data_is_retained() {
     }
     assert_eq!(
         stateful,
-        8 + 3 + 4,
-        "8 tables, 3 queues, 4 log groups (the example action's too)"
+        9 + 3 + 4,
+        "9 tables (harel's 7, idempotency, definitions), 3 queues, 4 log groups (the example action's too)"
     );
 }
 

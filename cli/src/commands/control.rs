@@ -109,17 +109,23 @@ pub async fn execute(request: Request) -> anyhow::Result<ExitCode> {
             };
             let machines = a.machines.load()?;
             let exe = stack.execution(id).await?;
-            let defn = machines.get(
-                &exe.definition_id,
-                "cancel reads whether it models Cancel: cooperative if so, else forceful",
-            )?;
-            harel_control::cancel_with_reason(store, defn, id, reason, at).await
+            let defn = super::versions::definition_of(&stack, &exe, || {
+                machines.get(
+                    &exe.definition_id,
+                    "cancel reads whether it models Cancel: cooperative if so, else forceful",
+                )
+            })
+            .await?;
+            harel_control::cancel_with_reason(store, &defn, id, reason, at).await
         }
         Request::Redrive(a) => {
             let machines = a.machines.load()?;
             let exe = stack.execution(id).await?;
-            let defn = machines.get(&exe.definition_id, "redrive checks --to against it")?;
-            harel_control::redrive(store, defn, id, &a.to, at).await
+            let defn = super::versions::definition_of(&stack, &exe, || {
+                machines.get(&exe.definition_id, "redrive checks --to against it")
+            })
+            .await?;
+            harel_control::redrive(store, &defn, id, &a.to, at).await
         }
         Request::Terminate(_) => harel_control::terminate(store, id, at).await,
         Request::Suspend(_) => harel_control::suspend(store, id, at).await,

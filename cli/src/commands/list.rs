@@ -2,7 +2,9 @@
 //! nothing is built, so a file whose machines do not build yet still lists).
 //!
 //! `harel list [--status S]... [--machine M] [--roots] [--limit N] [--cursor C] [--scan]`:
-//! the deployed stack's executions, newest first, a page at a time.
+//! the deployed stack's executions, newest first, a page at a time. `--version V` keeps the
+//! executions of a page pinned to machine version V (read one by one: the listing indexes
+//! do not hold the version).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,6 +30,10 @@ pub struct ListArgs {
     /// Only root executions (no regions)
     #[arg(long)]
     roots: bool,
+    /// Only executions pinned to this machine version (`harel show` prints it; `none`: those
+    /// without one). Filters each page after reading its executions, one request each
+    #[arg(long = "version", value_name = "VERSION")]
+    version: Option<String>,
     /// At most this many executions per page
     #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
     limit: u32,
@@ -115,6 +121,7 @@ pub async fn execute(args: ListArgs) -> anyhow::Result<ExitCode> {
             || args.roots
             || args.cursor.is_some()
             || args.scan
+            || args.version.is_some()
         {
             bail!("`harel list FILE` lists what the file declares; --status, --machine, --roots, --cursor and --scan list the stack's executions: drop the FILE or the filters");
         }
@@ -132,12 +139,27 @@ pub async fn execute(args: ListArgs) -> anyhow::Result<ExitCode> {
         cursor: args.cursor.clone(),
         scan: args.scan,
     };
-    let page = stack.store.list_executions(&query).await.map_err(|e| {
+    let mut page = stack.store.list_executions(&query).await.map_err(|e| {
         stack.explain(
             &format!("listing the executions of {}", stack.executions_table()),
             e,
         )
     })?;
+    if let Some(wanted) = &args.version {
+        let mut kept = Vec::new();
+        for summary in std::mem::take(&mut page.items) {
+            let exe = stack
+                .store
+                .load(&summary.id)
+                .await
+                .map_err(|e| stack.explain(&format!("reading {:?}", summary.id), e))?;
+            let version = exe.as_ref().and_then(|e| e.pinned_version());
+            if version.unwrap_or("none") == wanted {
+                kept.push(summary);
+            }
+        }
+        page.items = kept;
+    }
     if args.json {
         println!(
             "{}",

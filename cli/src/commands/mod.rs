@@ -20,3 +20,4 @@ pub mod show;
 pub mod stack;
 pub mod trace;
 pub mod validate;
+pub mod versions;

@@ -409,7 +409,10 @@ async fn drive<S: ExecutionStore>(
         .first()
         .map(|d| d.id.clone())
         .context("no machine to run")?;
+    // an in-memory run outlives no deploy: no pin, and harel's document byte for byte
+    let pinning = matches!(args.store.store, StoreKind::Dynamodb);
     let runner = DurableRunner::new(store, machines)
+        .with_pinning(pinning)
         .with_registry(registry)
         .with_clock(Arc::new(clock.clone()));
 

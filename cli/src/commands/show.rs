@@ -107,6 +107,15 @@ fn print_text(exe: &Execution, children: &[Execution], timers: &[Timer]) {
     let now = now();
     line("execution", &exe.id);
     line("machine", &exe.definition_id);
+    // an execution runs on the version it started on; without one (created before versions,
+    // or last written by harel Python), on whatever is deployed
+    line(
+        "definition",
+        match exe.pinned_version() {
+            Some(v) => format!("version {v}"),
+            None => "the deployed one (no version recorded)".into(),
+        },
+    );
     let status = match &exe.outcome {
         Some(o) => format!("{} (outcome {o})", exe.status),
         None => exe.status.to_string(),

@@ -32,6 +32,7 @@
 
 mod error;
 mod lifecycle;
+mod migrate;
 mod outcome;
 mod purge;
 mod redrive;
@@ -39,6 +40,7 @@ mod write;
 
 pub use error::ControlError;
 pub use lifecycle::{cancel, cancel_with_reason, resume, suspend, terminate};
+pub use migrate::{migrate, plan_member, MemberPlan, MigrationReport, Moved, PathMap};
 pub use outcome::{CancelMode, Command, ControlOutcome, ControlStep, Enqueued};
 pub use purge::{
     purge, purge_finished, Archive, JsonlArchive, PurgeFinished, PurgeReport, PURGEABLE,

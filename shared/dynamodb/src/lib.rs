@@ -27,8 +27,8 @@ use aws_sdk_dynamodb::Client;
 use futures_util::future::join_all;
 use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr};
 use harel_store::{
-    Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreError, StoreResult,
-    DEFAULT_TRACE_MAX,
+    Commit, DefinitionDoc, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry,
+    StoreError, StoreResult, DEFAULT_TRACE_MAX,
 };
 
 use codec::{get_f64, get_opt_s, get_s, get_u64, n_int, py_decimal_str, s, Item};
@@ -53,6 +53,21 @@ pub enum DynamoDbStoreError {
         attempts: usize,
         last: String,
     },
+}
+
+fn definition_of(table: &str, item: &Item) -> StoreResult<DefinitionDoc> {
+    let text = get_s(item, "document").map_err(|e| errors::corrupt(table, e))?;
+    Ok(DefinitionDoc {
+        version: get_s(item, "version")
+            .map_err(|e| errors::corrupt(table, e))?
+            .to_string(),
+        machine: get_s(item, "machine")
+            .map_err(|e| errors::corrupt(table, e))?
+            .to_string(),
+        created_at: get_f64(item, "created_at").map_err(|e| errors::corrupt(table, e))?,
+        document: serde_json::from_str(text)
+            .map_err(|e| StoreError::Corrupt(format!("{table}: document: {e}")))?,
+    })
 }
 
 fn already_processed(exe: &Execution, commit: &Commit) -> StoreError {
@@ -376,6 +391,88 @@ impl DynamoDbStore {
     }
 
     /// Parse an executions item (`data`, and the trace idx we keep beside it).
+    /// The commit, with a machine version kept in its transaction when `keep` has one.
+    async fn commit_with(
+        &self,
+        exe: &mut Execution,
+        commit: Commit,
+        keep: Option<&DefinitionDoc>,
+    ) -> StoreResult<Vec<u64>> {
+        let mut known_trace_max = self.known_trace_max(&exe.id, exe.version);
+        for _ in 0..COLLISION_ATTEMPTS {
+            let outbox_base = self.seq_block("outbox", commit.emits.len()).await?;
+            let spawn_base = self.seq_block("spawn", commit.spawns.len()).await?;
+            if commit.trace.is_some() && known_trace_max.is_none() {
+                known_trace_max = Some(self.query_trace_max(&exe.id).await?);
+            }
+            let mut plan = commit::plan(commit::Inputs {
+                tables: &self.tables,
+                exe,
+                commit: &commit,
+                outbox_base,
+                spawn_base,
+                known_trace_max,
+                trace_max: self.trace_max,
+                retention: self.retention_now(),
+                due_shards: self.due_shards,
+            })?;
+            if let Some(doc) = keep {
+                commit::keep_definition(&mut plan, &self.tables, doc)?;
+            }
+            let result = commit::request(&self.client, &plan)
+                .send()
+                .await
+                .map(|_| ());
+            match commit::send_outcome(&plan, result) {
+                Outcome::Committed => {
+                    exe.version += 1;
+                    match plan.trace_idx {
+                        Some(idx) => self.remember_trace(&exe.id, exe.version, Some(idx)),
+                        None if known_trace_max == Some(None) => {
+                            self.remember_trace(&exe.id, exe.version, None)
+                        }
+                        None => self.forget_trace(&exe.id),
+                    }
+                    return Ok(plan.outbox_seqs);
+                }
+                Outcome::AlreadyProcessed => {
+                    return Err(already_processed(exe, &commit));
+                }
+                Outcome::Conflict(found) => {
+                    let found = match found {
+                        Some(found) => found,
+                        None => {
+                            // no reasons to tell the mark's condition from the version's
+                            // (an older emulator's bare ConditionalCheckFailedException)
+                            if let Some(event_id) = &commit.processed_event_id {
+                                if self.processed_consistently(&exe.id, event_id).await? {
+                                    return Err(already_processed(exe, &commit));
+                                }
+                            }
+                            self.stored_version(&exe.id).await?
+                        }
+                    };
+                    self.forget_trace(&exe.id);
+                    return Err(StoreError::Conflict {
+                        execution_id: exe.id.to_string(),
+                        expected: exe.version,
+                        found,
+                    });
+                }
+                Outcome::SeqCollision => continue,
+                Outcome::TraceCollision => {
+                    known_trace_max = None;
+                    continue;
+                }
+                Outcome::Failed(err) => return Err(err),
+            }
+        }
+        Err(StoreError::retryable(format!(
+            "the commit of execution {:?} met existing outbox seqs or trace indexes {COLLISION_ATTEMPTS} times",
+            exe.id
+        )))
+    }
+
     fn execution_of(&self, item: &Item) -> StoreResult<Execution> {
         let table = self.tables.executions();
         let data = get_s(item, "data").map_err(|e| errors::corrupt(&table, e))?;
@@ -671,76 +768,16 @@ impl ExecutionStore for DynamoDbStore {
     }
 
     async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
-        let mut known_trace_max = self.known_trace_max(&exe.id, exe.version);
-        for _ in 0..COLLISION_ATTEMPTS {
-            let outbox_base = self.seq_block("outbox", commit.emits.len()).await?;
-            let spawn_base = self.seq_block("spawn", commit.spawns.len()).await?;
-            if commit.trace.is_some() && known_trace_max.is_none() {
-                known_trace_max = Some(self.query_trace_max(&exe.id).await?);
-            }
-            let plan = commit::plan(commit::Inputs {
-                tables: &self.tables,
-                exe,
-                commit: &commit,
-                outbox_base,
-                spawn_base,
-                known_trace_max,
-                trace_max: self.trace_max,
-                retention: self.retention_now(),
-                due_shards: self.due_shards,
-            })?;
-            let result = commit::request(&self.client, &plan)
-                .send()
-                .await
-                .map(|_| ());
-            match commit::send_outcome(&plan, result) {
-                Outcome::Committed => {
-                    exe.version += 1;
-                    match plan.trace_idx {
-                        Some(idx) => self.remember_trace(&exe.id, exe.version, Some(idx)),
-                        None if known_trace_max == Some(None) => {
-                            self.remember_trace(&exe.id, exe.version, None)
-                        }
-                        None => self.forget_trace(&exe.id),
-                    }
-                    return Ok(plan.outbox_seqs);
-                }
-                Outcome::AlreadyProcessed => {
-                    return Err(already_processed(exe, &commit));
-                }
-                Outcome::Conflict(found) => {
-                    let found = match found {
-                        Some(found) => found,
-                        None => {
-                            // no reasons to tell the mark's condition from the version's
-                            // (an older emulator's bare ConditionalCheckFailedException)
-                            if let Some(event_id) = &commit.processed_event_id {
-                                if self.processed_consistently(&exe.id, event_id).await? {
-                                    return Err(already_processed(exe, &commit));
-                                }
-                            }
-                            self.stored_version(&exe.id).await?
-                        }
-                    };
-                    self.forget_trace(&exe.id);
-                    return Err(StoreError::Conflict {
-                        execution_id: exe.id.to_string(),
-                        expected: exe.version,
-                        found,
-                    });
-                }
-                Outcome::SeqCollision => continue,
-                Outcome::TraceCollision => {
-                    known_trace_max = None;
-                    continue;
-                }
-                Outcome::Failed(err) => return Err(err),
-            }
-        }
-        Err(StoreError::retryable(format!(
-            "the commit of execution {:?} met existing outbox seqs or trace indexes {COLLISION_ATTEMPTS} times",
-            exe.id
-        )))
+        self.commit_with(exe, commit, None).await
+    }
+
+    async fn commit_keeping(
+        &self,
+        exe: &mut Execution,
+        commit: Commit,
+        doc: &DefinitionDoc,
+    ) -> StoreResult<Vec<u64>> {
+        self.commit_with(exe, commit, Some(doc)).await
     }
 
     /// Eventually consistent whatever `consistent_reads` says (half the read units, as
@@ -925,6 +962,62 @@ impl ExecutionStore for DynamoDbStore {
             Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(()),
             Err(e) => Err(errors::classify("DeleteItem", e)),
         }
+    }
+
+    async fn put_definition(&self, doc: &DefinitionDoc) -> StoreResult<bool> {
+        let table = self.tables.definitions();
+        let created_at = codec::n_float(doc.created_at)
+            .map_err(|e| StoreError::other(format!("{table}: created_at: {e}")))?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&table)
+            .item("version", s(&doc.version))
+            .item("machine", s(&doc.machine))
+            .item("created_at", created_at)
+            .item("document", s(doc.document.to_string()))
+            .condition_expression("attribute_not_exists(#v)")
+            .expression_attribute_names("#v", "version")
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            // a version is its content: whoever kept it first kept the same thing
+            Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(e) => Err(errors::classify("PutItem", e)),
+        }
+    }
+
+    async fn get_definition(&self, version: &str) -> StoreResult<Option<DefinitionDoc>> {
+        let table = self.tables.definitions();
+        // strongly consistent: the put may have been another process's a moment ago
+        let resp = self
+            .client
+            .get_item()
+            .table_name(&table)
+            .key("version", s(version))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", e))?;
+        resp.item()
+            .map(|item| definition_of(&table, item))
+            .transpose()
+    }
+
+    async fn list_definitions(&self) -> StoreResult<Vec<DefinitionDoc>> {
+        let table = self.tables.definitions();
+        let items = self
+            .scan_all(&table, |req| req.consistent_read(true))
+            .await?;
+        let mut docs = items
+            .iter()
+            .map(|item| definition_of(&table, item))
+            .collect::<StoreResult<Vec<_>>>()?;
+        docs.sort_by(|a, b| a.created_at.total_cmp(&b.created_at));
+        Ok(docs)
     }
 
     async fn read_trace(&self, execution_id: &str) -> StoreResult<Vec<Object>> {

@@ -144,7 +144,9 @@ pub struct Tables {
 }
 
 /// (table suffix, [(key attribute, type)]): HASH then RANGE, as harel declares them.
-const SPECS: [(&str, &[(&str, ScalarAttributeType)]); 7] = [
+/// Beside harel's seven, `definitions` keeps each machine version an execution was started on
+/// (harel Python neither reads nor writes it).
+const SPECS: [(&str, &[(&str, ScalarAttributeType)]); 8] = [
     ("executions", &[("id", ScalarAttributeType::S)]),
     ("outbox", &[("seq", ScalarAttributeType::N)]),
     ("spawns", &[("seq", ScalarAttributeType::N)]),
@@ -170,6 +172,7 @@ const SPECS: [(&str, &[(&str, ScalarAttributeType)]); 7] = [
             ("idx", ScalarAttributeType::N),
         ],
     ),
+    ("definitions", &[("version", ScalarAttributeType::S)]),
 ];
 
 impl Tables {
@@ -215,6 +218,9 @@ impl Tables {
     }
     pub fn trace(&self) -> String {
         self.name("trace")
+    }
+    pub fn definitions(&self) -> String {
+        self.name("definitions")
     }
 
     /// Create every table that is missing, `PAY_PER_REQUEST`, the timers table with its

@@ -168,6 +168,7 @@ pub fn build_definition(
         submachines: b.submachines,
         ttl,
         context_schema,
+        source: Some(Arc::new(config.clone())),
     })
 }
 

@@ -324,6 +324,10 @@ pub struct Definition {
     pub ttl: Option<i64>,
     /// The context's declared, typed fields (empty: an untyped context).
     pub context_schema: KeyMap<FieldSpec>,
+    /// The normalized machine dict this was built from: kept so a machine version can be
+    /// hashed and stored in a form any process rebuilds it from (see harel-runtime's
+    /// `versions`).
+    pub source: Option<Arc<Value>>,
 }
 
 impl Definition {

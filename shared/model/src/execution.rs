@@ -235,6 +235,13 @@ pub struct Execution {
     /// The deadline of the machine's `ttl` as last armed.
     #[serde(default)]
     pub expires_at: Option<f64>,
+    /// The machine version this execution runs on (a content hash of its definition; None:
+    /// whatever definition is deployed, as before versions). Not harel's: harel Python 0.9.0
+    /// reads past it and drops it on its next write (pydantic ignores unknown fields), so an
+    /// execution harel Python wrote last runs on the deployed definition again. Absent from
+    /// the document when None, so an unpinned execution's JSON stays harel's byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_version: Option<SmolStr>,
     #[serde(flatten)]
     pub extra: Object,
     /// Where the engine last found `active_path` and `root_path` (not part of the document).
@@ -321,6 +328,7 @@ impl Execution {
             updated_at: None,
             finished_at: None,
             expires_at: None,
+            definition_version: None,
             extra: Object::new(),
             hints: NodeHints::default(),
         }
@@ -329,6 +337,17 @@ impl Execution {
     pub fn with_id(mut self, id: impl Into<SmolStr>) -> Self {
         self.id = id.into();
         self
+    }
+
+    /// The machine version this execution is pinned to (None: it runs on whatever
+    /// definition is current, as every execution did before versions, and as one harel
+    /// Python wrote last does).
+    pub fn pinned_version(&self) -> Option<&str> {
+        self.definition_version.as_deref()
+    }
+
+    pub fn pin_version(&mut self, version: &str) {
+        self.definition_version = Some(version.into());
     }
 
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {

@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use harel_engine::{error_event, has_error_handler, ActionCall, EngineError, Host, StepEffects};
 use harel_model::{Definition, Event, Execution, Spawn, Status, TimerOp};
-use harel_store::{Commit, ExecutionStore, OutboxEntry};
+use harel_store::{Commit, DefinitionDoc, ExecutionStore, OutboxEntry};
 use serde_json::Value;
 
 use crate::actions::{unbound_error, ActionContext, ActionRegistry};
 use crate::clock::{Clock, SystemClock};
 use crate::trace::trace_step;
+use crate::versions::{rebuild, Bundle, Versions};
 use crate::RuntimeError;
 
 /// What happens to an action (or expression) error no `on error` in the model handles.
@@ -122,6 +123,11 @@ impl Stepped {
 #[derive(Clone)]
 pub struct Driver {
     definitions: HashMap<String, Arc<Definition>>,
+    /// Shared by the clones: a function builds one driver per process, so what it read from
+    /// the store once is there for every later event.
+    versions: Arc<Versions>,
+    /// Pin a new execution to the deployed version (see [`Driver::with_pinning`]).
+    pinning: bool,
     registry: ActionRegistry,
     clock: Arc<dyn Clock>,
     policy: ActionErrorPolicy,
@@ -150,6 +156,8 @@ impl Driver {
         registry: ActionRegistry,
     ) -> Self {
         Driver {
+            versions: Arc::new(Versions::of(&definitions)),
+            pinning: true,
             definitions,
             registry,
             clock: Arc::new(SystemClock),
@@ -160,6 +168,15 @@ impl Driver {
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Whether a new execution is pinned to the deployed version of its machine (the
+    /// default) and that version kept in the store. Off for a store that dies with the
+    /// process (an in-memory run outlives no deploy), which then writes harel's document
+    /// byte for byte. A pinned execution runs on its version either way.
+    pub fn with_pinning(mut self, pinning: bool) -> Self {
+        self.pinning = pinning;
         self
     }
 
@@ -199,9 +216,24 @@ impl Driver {
         self.definitions.keys().map(String::as_str)
     }
 
-    /// harel `_defn_for`: by the execution's `definition_id`, else (a submachine child
-    /// whose definition is registered under its FQN only) by its `definition_fqn`.
-    pub fn definition_for(&self, exe: &Execution) -> Result<&Definition, RuntimeError> {
+    /// harel `_defn_for` among the deployed machines: by the execution's `definition_id`,
+    /// else (a submachine child whose definition is registered under its FQN only) by its
+    /// `definition_fqn`. A pinned execution gets its version when this process has it at hand
+    /// (deployed, or read before); [`Driver::resolve`] also reads the store.
+    pub fn definition_for(&self, exe: &Execution) -> Result<Arc<Definition>, RuntimeError> {
+        if let Some(version) = exe.pinned_version() {
+            let bundle =
+                self.bundle_at_hand(version)
+                    .ok_or_else(|| RuntimeError::UnknownVersion {
+                        machine: exe.definition_id.to_string(),
+                        version: version.to_string(),
+                    })?;
+            return Self::in_bundle(&bundle, exe);
+        }
+        self.current_for(exe)
+    }
+
+    fn current_for(&self, exe: &Execution) -> Result<Arc<Definition>, RuntimeError> {
         self.definitions
             .get(exe.definition_id.as_str())
             .or_else(|| {
@@ -209,16 +241,133 @@ impl Driver {
                     .as_ref()
                     .and_then(|f| self.definitions.get(f.as_str()))
             })
-            .map(Arc::as_ref)
+            .cloned()
             .ok_or_else(|| RuntimeError::UnknownDefinition(exe.definition_id.to_string()))
+    }
+
+    fn in_bundle(bundle: &Bundle, exe: &Execution) -> Result<Arc<Definition>, RuntimeError> {
+        bundle
+            .get(&exe.definition_id)
+            .or_else(|| exe.definition_fqn.as_ref().and_then(|f| bundle.get(f)))
+            .cloned()
+            .ok_or_else(|| RuntimeError::VersionMismatch {
+                machine: exe.definition_id.to_string(),
+                version: bundle.version.clone(),
+            })
+    }
+
+    /// The version a new execution of machine `id` starts on: the deployed one (None: a
+    /// machine built by hand rather than from a machine dict, which runs unpinned).
+    pub fn current_version(&self, id: &str) -> Option<&str> {
+        self.versions.current.get(id).map(String::as_str)
+    }
+
+    /// Every deployed version, by machine id.
+    pub fn current_versions(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.versions
+            .current
+            .iter()
+            .map(|(id, v)| (id.as_str(), v.as_str()))
+    }
+
+    fn bundle_at_hand(&self, version: &str) -> Option<Arc<Bundle>> {
+        if let Some(b) = self.versions.deployed.get(version) {
+            return Some(Arc::clone(b));
+        }
+        let cache = self
+            .versions
+            .cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        cache.get(version).cloned()
+    }
+
+    /// A version's machines: deployed here, else read before by this process, else read from
+    /// the store (once: then cached for the process's life, a version never changes).
+    pub async fn bundle<S: ExecutionStore>(
+        &self,
+        store: &S,
+        machine: &str,
+        version: &str,
+    ) -> Result<Arc<Bundle>, RuntimeError> {
+        if let Some(b) = self.bundle_at_hand(version) {
+            return Ok(b);
+        }
+        let doc =
+            store
+                .get_definition(version)
+                .await?
+                .ok_or_else(|| RuntimeError::UnknownVersion {
+                    machine: machine.to_string(),
+                    version: version.to_string(),
+                })?;
+        let bundle = Arc::new(rebuild(version, &doc.document)?);
+        let mut cache = self
+            .versions
+            .cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        Ok(Arc::clone(
+            cache.entry(version.to_string()).or_insert(bundle),
+        ))
+    }
+
+    /// The definition `exe` runs on: its pinned version's (read from the store when this
+    /// process has not got it yet), else the deployed one.
+    pub async fn resolve<S: ExecutionStore>(
+        &self,
+        store: &S,
+        exe: &Execution,
+    ) -> Result<Arc<Definition>, RuntimeError> {
+        match exe.pinned_version() {
+            Some(version) => {
+                let bundle = self.bundle(store, &exe.definition_id, version).await?;
+                Self::in_bundle(&bundle, exe)
+            }
+            None => self.current_for(exe),
+        }
+    }
+
+    /// A never-committed root execution without a pin starts on the deployed version of its
+    /// machine. One already committed without a pin (created before versions, or last
+    /// written by harel Python, which drops the field) stays unpinned and runs on the
+    /// deployed definition, as it always did. Returns the version's document when this
+    /// process has not made sure yet that the store keeps it: the first commit keeps it,
+    /// so every later host can rebuild it.
+    fn pin_new(&self, exe: &mut Execution) -> Option<DefinitionDoc> {
+        if !self.pinning || exe.version != 0 {
+            return None;
+        }
+        // a child has its pin (or none, as its unpinned parent) from its spawn: a region of
+        // an unpinned parent must run the machine its parent runs, the deployed one
+        if exe.pinned_version().is_none() && exe.parent_id.is_none() {
+            let current = self
+                .versions
+                .current
+                .get(exe.definition_id.as_str())
+                .or_else(|| {
+                    exe.definition_fqn
+                        .as_ref()
+                        .and_then(|f| self.versions.current.get(f.as_str()))
+                });
+            if let Some(version) = current.cloned() {
+                exe.pin_version(&version);
+            }
+        }
+        let version = exe.pinned_version()?;
+        let kept = self.versions.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.contains(version) {
+            return None;
+        }
+        // a version not deployed here was read from the store: it is kept already
+        self.versions.doc(version, self.clock.now())
     }
 
     /// harel `_resolve_machine`: a submachine by its FQN among the registered definitions
     /// (inline and imported machines are registered under their FQN).
-    pub(crate) fn resolve_machine(&self, fqn: &str) -> Result<&Definition, RuntimeError> {
+    pub(crate) fn resolve_machine(&self, fqn: &str) -> Result<&Arc<Definition>, RuntimeError> {
         self.definitions
             .get(fqn)
-            .map(Arc::as_ref)
             .ok_or_else(|| RuntimeError::UnresolvedSubmachine(fqn.to_string()))
     }
 
@@ -334,7 +483,9 @@ impl Driver {
         exe: &mut Execution,
         event: Option<&Event>,
     ) -> Result<Stepped, RuntimeError> {
-        let defn = self.definition_for(exe)?;
+        let keep = self.pin_new(exe);
+        let defn = self.resolve(store, exe).await?;
+        let defn = defn.as_ref();
         let event_id = event.map(|ev| ev.id.clone());
         let from_path = exe.active_path.clone();
         let mut keys = ActionKeys::new(&exe.id, event_id.as_deref().unwrap_or("start"));
@@ -368,7 +519,18 @@ impl Driver {
             spawns: fx.spawns,
             trace,
         };
-        let seqs = store.commit(exe, commit).await?;
+        let seqs = match &keep {
+            Some(doc) => {
+                let seqs = store.commit_keeping(exe, commit, doc).await?;
+                self.versions
+                    .kept
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(doc.version.clone());
+                seqs
+            }
+            None => store.commit(exe, commit).await?,
+        };
         if seqs.len() != emits.len() {
             return Err(RuntimeError::Store(harel_store::StoreError::other(
                 format!(

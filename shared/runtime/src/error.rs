@@ -19,6 +19,16 @@ pub enum RuntimeError {
     AlreadyExists(String),
     #[error("unknown definition_id {0:?}")]
     UnknownDefinition(String),
+    /// The execution is pinned to a version neither deployed here nor kept in the store:
+    /// nothing was done (its event is left to be retried once the version is available).
+    #[error("machine {machine:?} version {version}: not deployed here and not kept in the store")]
+    UnknownVersion { machine: String, version: String },
+    /// The execution's version does not carry its machine (a pin copied to the wrong
+    /// execution by hand): nothing was done.
+    #[error("version {version} has no machine {machine:?}")]
+    VersionMismatch { machine: String, version: String },
+    #[error(transparent)]
+    Version(#[from] crate::versions::VersionError),
     /// A spawn names a submachine no registered definition has as its FQN (harel's
     /// `ResolveError`): nothing of the spawn was done, it stays pending.
     #[error("invoke {0:?}: no machine is registered for that FQN")]

@@ -13,6 +13,7 @@ mod error;
 mod runner;
 pub mod stdlib;
 pub mod trace;
+pub mod versions;
 
 pub use actions::{
     action_error, short_type_name, unbound_error, Action, ActionContext, ActionFuture,

@@ -75,6 +75,12 @@ impl<S: ExecutionStore> DurableRunner<S> {
     }
 
     /// Record one timeline step per commit (the store's trace).
+    /// [`Driver::with_pinning`].
+    pub fn with_pinning(mut self, pinning: bool) -> Self {
+        self.driver = self.driver.with_pinning(pinning);
+        self
+    }
+
     pub fn with_trace(mut self, trace: bool) -> Self {
         self.driver = self.driver.with_trace(trace);
         self
@@ -165,7 +171,7 @@ impl<S: ExecutionStore> DurableRunner<S> {
         event: &Event,
     ) -> Result<Execution, RuntimeError> {
         let mut exe = self.loaded(execution_id).await?;
-        let defn = self.driver.definition_for(&exe)?;
+        let defn = self.driver.resolve(&self.store, &exe).await?;
         check_event(&defn.events, &event.kind, &event.data)?;
         let touched = self.inline().inject(&mut exe, event).await?;
         self.current(exe, &touched).await
@@ -194,9 +200,9 @@ impl<S: ExecutionStore> DurableRunner<S> {
     }
 
     /// The Definition the control plane decides against: the execution's own.
-    async fn control_target(&self, execution_id: &str) -> Result<&Definition, RuntimeError> {
+    async fn control_target(&self, execution_id: &str) -> Result<Arc<Definition>, RuntimeError> {
         let exe = self.loaded(execution_id).await?;
-        self.driver.definition_for(&exe)
+        self.driver.resolve(&self.store, &exe).await
     }
 
     /// harel `DurableRunner.cancel`: cooperative when the machine models `Cancel` (the
@@ -211,7 +217,7 @@ impl<S: ExecutionStore> DurableRunner<S> {
         let defn = self.control_target(execution_id).await?;
         let now = self.driver.now();
         let reason = reason.unwrap_or_default();
-        harel_control::cancel_with_reason(&self.store, defn, execution_id, reason, now).await?;
+        harel_control::cancel_with_reason(&self.store, &defn, execution_id, reason, now).await?;
         // harel flushes the whole outbox here, not only this Cancel (`driver._flush_flow`)
         self.inline().flush().await?;
         self.loaded(execution_id).await
@@ -248,7 +254,7 @@ impl<S: ExecutionStore> DurableRunner<S> {
         let defn = self.control_target(execution_id).await?;
         harel_control::redrive(
             &self.store,
-            defn,
+            &defn,
             execution_id,
             target_path,
             self.driver.now(),

@@ -25,7 +25,8 @@ macro_rules! contract_tests {
             save_is_a_bare_commit, floats_round_trip_exactly,
             a_timer_cancelled_and_rearmed_in_one_commit_stays_armed,
             a_commit_for_a_processed_event_writes_nothing,
-            next_timer_due_is_the_earliest_within_the_horizon);
+            next_timer_due_is_the_earliest_within_the_horizon,
+            machine_versions_are_kept_once_and_pins_round_trip);
     };
     (@cases $make:path; $($case:ident),*) => {
         $(
@@ -1218,5 +1219,56 @@ where
         due_list(&store, 1e17).await.len(),
         2,
         "due_timers sees them"
+    );
+}
+
+pub async fn machine_versions_are_kept_once_and_pins_round_trip<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let version = unique("v");
+    let doc = crate::DefinitionDoc {
+        version: version.clone(),
+        machine: "contract-def".into(),
+        created_at: 1_700_000_000.5,
+        document: json!({"format": "any", "config": {"states": {"A": {}}}}),
+    };
+    assert!(ok(store.get_definition(&version).await, "get absent").is_none());
+    assert!(ok(store.put_definition(&doc).await, "first put"));
+    let mut later = doc.clone();
+    later.created_at += 10.0;
+    assert!(
+        !ok(store.put_definition(&later).await, "second put"),
+        "a version is kept once"
+    );
+    assert_eq!(
+        ok(store.get_definition(&version).await, "get"),
+        Some(doc.clone()),
+        "the first put stands"
+    );
+
+    // kept with the commit of the first execution pinned to it
+    let other = crate::DefinitionDoc {
+        version: unique("v"),
+        ..doc
+    };
+    let id = unique("pin");
+    let mut e = exe(&id);
+    e.pin_version(&other.version);
+    ok(
+        store
+            .commit_keeping(&mut e, Commit::default(), &other)
+            .await,
+        "commit keeping",
+    );
+    let loaded = ok(store.load(&id).await, "load").expect("committed");
+    assert_eq!(loaded.pinned_version(), Some(other.version.as_str()));
+    assert_eq!(loaded, e);
+    assert_eq!(
+        ok(store.get_definition(&other.version).await, "get kept"),
+        Some(other)
     );
 }

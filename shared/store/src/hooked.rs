@@ -10,7 +10,10 @@ use std::ops::Deref;
 
 use harel_model::{Execution, ExecutionPage, Object};
 
-use crate::{Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreResult};
+use crate::{
+    Commit, DefinitionDoc, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry,
+    StoreResult,
+};
 
 /// What runs in place of `inner.commit` (it calls `inner.commit` itself, or not).
 pub trait CommitHook<S: ExecutionStore + ?Sized>: Send + Sync {
@@ -52,6 +55,15 @@ where
     }
     async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {
         self.hook.commit(&self.inner, exe, commit).await
+    }
+    async fn put_definition(&self, doc: &DefinitionDoc) -> StoreResult<bool> {
+        self.inner.put_definition(doc).await
+    }
+    async fn get_definition(&self, version: &str) -> StoreResult<Option<DefinitionDoc>> {
+        self.inner.get_definition(version).await
+    }
+    async fn list_definitions(&self) -> StoreResult<Vec<DefinitionDoc>> {
+        self.inner.list_definitions().await
     }
     async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
         self.inner.is_processed(execution_id, event_id).await

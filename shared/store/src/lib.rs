@@ -63,6 +63,22 @@ pub struct Commit {
     pub trace: Option<Object>,
 }
 
+/// One machine version, kept durably the first time an execution uses it, so an execution
+/// continues on it after a deploy that no longer ships it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DefinitionDoc {
+    /// The content hash (see harel-runtime's `versions`): the key, and never reused for
+    /// other content.
+    pub version: String,
+    /// The machine's definition id.
+    pub machine: String,
+    /// Epoch seconds of the first put.
+    pub created_at: f64,
+    /// What the version is rebuilt from (harel-runtime's bundle: the normalized machine
+    /// dicts, imports and fragments resolved).
+    pub document: serde_json::Value,
+}
+
 /// The filters of `list_executions`. Pages come newest first (by `created_at`, then id; see
 /// [`listing`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -312,5 +328,50 @@ pub trait ExecutionStore: Send + Sync {
 
     fn close(&self) -> impl Future<Output = ()> + Send {
         async {}
+    }
+
+    /// Keep `doc` unless its version is kept already (a version's content never changes, so
+    /// the first writer wins and a second put is a no-op): true when this call stored it.
+    /// The default refuses: a store that keeps no versions cannot pin executions, and must
+    /// say so rather than lose them.
+    fn put_definition(
+        &self,
+        doc: &DefinitionDoc,
+    ) -> impl Future<Output = StoreResult<bool>> + Send {
+        let message = format!(
+            "this store keeps no machine versions (cannot keep version {} of {})",
+            doc.version, doc.machine
+        );
+        async move { Err(StoreError::other(message)) }
+    }
+
+    /// `commit`, keeping `doc` as [`ExecutionStore::put_definition`] does: how a version is
+    /// kept with the first execution that uses it. Where the backend can, in the same
+    /// atomic write (no request of its own); by default, a put before the commit (a version
+    /// kept for a commit that then fails is harmless: a version is its content).
+    fn commit_keeping(
+        &self,
+        exe: &mut Execution,
+        commit: Commit,
+        doc: &DefinitionDoc,
+    ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send {
+        async move {
+            self.put_definition(doc).await?;
+            self.commit(exe, commit).await
+        }
+    }
+
+    /// The kept version, if any.
+    fn get_definition(
+        &self,
+        version: &str,
+    ) -> impl Future<Output = StoreResult<Option<DefinitionDoc>>> + Send {
+        let _ = version;
+        async { Ok(None) }
+    }
+
+    /// Every kept version (operators' tools: `harel deploy-check`).
+    fn list_definitions(&self) -> impl Future<Output = StoreResult<Vec<DefinitionDoc>>> + Send {
+        async { Ok(Vec::new()) }
     }
 }

@@ -7,8 +7,8 @@ use harel_model::{Execution, ExecutionPage, ExecutionSummary, Object, SmolStr};
 
 use crate::listing::{page_of, sort_key, Cursor};
 use crate::{
-    Commit, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry, StoreError, StoreResult,
-    TimerOp, DEFAULT_TRACE_MAX,
+    Commit, DefinitionDoc, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry,
+    StoreError, StoreResult, TimerOp, DEFAULT_TRACE_MAX,
 };
 
 #[derive(Default)]
@@ -21,6 +21,7 @@ struct Inner {
     trace: HashMap<String, BTreeMap<u64, Object>>,
     next_outbox: u64,
     next_spawn: u64,
+    definitions: BTreeMap<String, DefinitionDoc>,
 }
 
 /// Everything in one mutex: each method is trivially atomic.
@@ -94,6 +95,23 @@ pub fn matches(summary: &ExecutionSummary, query: &ListQuery) -> bool {
 }
 
 impl ExecutionStore for MemoryStore {
+    async fn put_definition(&self, doc: &DefinitionDoc) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        if inner.definitions.contains_key(&doc.version) {
+            return Ok(false);
+        }
+        inner.definitions.insert(doc.version.clone(), doc.clone());
+        Ok(true)
+    }
+
+    async fn get_definition(&self, version: &str) -> StoreResult<Option<DefinitionDoc>> {
+        Ok(self.lock().definitions.get(version).cloned())
+    }
+
+    async fn list_definitions(&self) -> StoreResult<Vec<DefinitionDoc>> {
+        Ok(self.lock().definitions.values().cloned().collect())
+    }
+
     async fn load(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
         Ok(self.lock().executions.get(execution_id).cloned())
     }

@@ -191,7 +191,9 @@ where
         // harel checks an event against its declaration in the sender's stack; here the
         // queue is the API, so the worker is the first to see it: one that does not fit can
         // never succeed
-        if let Some(defn) = self.driver.definition(&exe.definition_id) {
+        // against the version the execution runs on (one that cannot be had here is the
+        // step's error to report, below)
+        if let Ok(defn) = self.driver.resolve(&self.store, &exe).await {
             if let Err(e) = check_event(&defn.events, &event.kind, &event.data) {
                 return self
                     .dead_letter(record, &format!("event {} for {}: {e}", event.kind, exe.id))

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use harel_model::{Event, Execution, ExecutionPage, Object};
 use harel_store::{
-    Commit, DueTimer, ExecutionStore, ListQuery, MemoryStore, OutboxEntry, SpawnEntry, StoreError,
-    StoreResult,
+    Commit, DefinitionDoc, DueTimer, ExecutionStore, ListQuery, MemoryStore, OutboxEntry,
+    SpawnEntry, StoreError, StoreResult,
 };
 
 #[derive(Clone, Default)]
@@ -52,6 +52,14 @@ impl ExecutionStore for Shared {
             });
         }
         self.inner.commit(exe, commit).await
+    }
+    async fn put_definition(&self, doc: &DefinitionDoc) -> StoreResult<bool> {
+        self.count();
+        self.inner.put_definition(doc).await
+    }
+    async fn get_definition(&self, version: &str) -> StoreResult<Option<DefinitionDoc>> {
+        self.count();
+        self.inner.get_definition(version).await
     }
     async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
         self.count();

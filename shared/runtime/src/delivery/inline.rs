@@ -76,7 +76,9 @@ impl<S: ExecutionStore> Inline<'_, S> {
             if exe.as_ref().is_some_and(|e| e.status == Status::Suspended) {
                 continue;
             }
-            if exe.is_some_and(|e| self.driver.definition(&e.definition_id).is_some()) {
+            if exe.is_some_and(|e| {
+                e.pinned_version().is_some() || self.driver.definition(&e.definition_id).is_some()
+            }) {
                 let event = timeout_event(&due.execution_id, &due.path, due.fire_at);
                 self.deliver_timeout(&due.execution_id, &event).await?;
             }
@@ -136,7 +138,8 @@ impl<S: ExecutionStore> Inline<'_, S> {
     /// The parent of an inline broadcast is committed only when its `ttl` restarts: the
     /// regions' own marks already make a repeated broadcast harmless.
     async fn rearm_ttl(&self, exe: &mut Execution, event: &Event) -> Result<(), RuntimeError> {
-        let defn = self.driver.definition_for(exe)?;
+        let defn = self.driver.resolve(self.store, exe).await?;
+        let defn = defn.as_ref();
         if harel_engine::ttl_delay(defn, exe).is_none()
             || self.store.is_processed(&exe.id, &event.id).await?
         {

@@ -81,17 +81,40 @@ pub fn restart_ttl(defn: &Definition, exe: &mut Execution, now: f64) -> Option<T
 /// region runs its parent's machine with only what the fork passed down; a submachine child
 /// runs the machine named by the `__invoke_fqn__` its spawn carries, with that machine's
 /// context defaults, and records the FQN so any host can resolve it again. Either inherits
-/// the parent's priority.
-fn spawned_child(
+/// the parent's priority. A pinned parent's children run on its version (a submachine it
+/// carries is in that version; one it only names, compiled in alongside, on that machine's
+/// version deployed now); an unpinned parent's (harel Python's, or from before versions) run
+/// unpinned, on the deployed definition, as the parent does.
+async fn spawned_child<S: ExecutionStore>(
     driver: &Driver,
+    store: &S,
     parent: &Execution,
     entry: &SpawnEntry,
 ) -> Result<Execution, RuntimeError> {
     let mut context = entry.context.clone();
+    let mut pin = parent.pinned_version().map(str::to_string);
     let (definition_id, fqn) = match context.shift_remove(INVOKE_FQN_KEY) {
         None => (parent.definition_id.clone(), None),
         Some(Value::String(fqn)) => {
-            let defn = driver.resolve_machine(&fqn)?;
+            let carried = match &pin {
+                Some(version) => driver
+                    .bundle(store, &parent.definition_id, version)
+                    .await?
+                    .get(&fqn)
+                    .cloned(),
+                None => None,
+            };
+            let defn = match carried {
+                Some(defn) => defn,
+                None => {
+                    // compiled in alongside, not carried: a pinned parent's child starts on
+                    // that machine's deployed version, an unpinned parent's runs unpinned
+                    if pin.is_some() {
+                        pin = driver.current_version(&fqn).map(str::to_string);
+                    }
+                    std::sync::Arc::clone(driver.resolve_machine(&fqn)?)
+                }
+            };
             context = with_defaults(&defn.context_schema, &context);
             (SmolStr::from(&defn.id), Some(SmolStr::from(fqn)))
         }
@@ -109,6 +132,9 @@ fn spawned_child(
     child.parent_id = Some(entry.parent_id.clone());
     child.child_id = Some(entry.child_id.clone());
     child.priority = parent.priority;
+    if let Some(version) = pin {
+        child.pin_version(&version);
+    }
     Ok(child)
 }
 
@@ -128,7 +154,7 @@ pub async fn create_child<S: ExecutionStore>(
         .load(&entry.parent_id)
         .await?
         .ok_or_else(|| RuntimeError::NotFound(entry.parent_id.to_string()))?;
-    let mut child = spawned_child(driver, &parent, entry)?;
+    let mut child = spawned_child(driver, store, &parent, entry).await?;
     match driver.step(store, &mut child, None).await {
         Ok(stepped) => Ok(Some(stepped)),
         // another deliverer created it between our load and our insert

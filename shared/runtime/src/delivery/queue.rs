@@ -185,9 +185,10 @@ pub async fn broadcast<S: ExecutionStore, T: Transport>(
     transport.publish_batch(&messages).await?;
     let now = driver.now();
     let timer = driver
-        .definition_for(exe)
+        .resolve(store, exe)
+        .await
         .ok()
-        .and_then(|defn| restart_ttl(defn, exe, now));
+        .and_then(|defn| restart_ttl(&defn, exe, now));
     let armed = match &timer {
         Some(harel_model::TimerOp::Schedule { fire_at, .. }) => Some(*fire_at),
         _ => None,
