@@ -223,6 +223,24 @@ async fn show_list_deploy_check_and_migrate() {
         &format!("definition version {v2}"),
     );
 
+    // executions on two versions: a worker still shipping v1 starts one more on v1
+    stack.start("c", "Go").await;
+    assert_eq!(stack.load("c").await.pinned_version(), Some(v1.as_str()));
+    let check = stack.ok(&["deploy-check", &v2_dir_s]);
+    println!("harel deploy-check with executions on two versions:\n{check}");
+    has(
+        &check,
+        &format!("M version {v1}: stays pinned (kept in the store)\n  live 1; without a map could move to the new version: 0; need a map: 1"),
+    );
+    has(
+        &check,
+        &format!("M version {v2}: the one DIR ships\n  live 2;"),
+    );
+    has(
+        &check,
+        "active state \"B\" has no counterpart in the target version (1)",
+    );
+
     // an execution pinned to a version nobody keeps: the deploy would strand it
     let mut lost = Execution::new("M").with_id("lost");
     lost.pin_version("00000000deadbeef");

@@ -54,6 +54,25 @@ fn live(status: Status) -> bool {
     !matches!(status, Status::Done | Status::Cancelled)
 }
 
+/// A page of the live executions: through the listing index by default, so what is read
+/// grows with the live executions, never with the finished ones a stack keeps; `--scan` reads
+/// the whole table to also find the rows harel Python wrote last (the index leaves them out).
+fn live_query(
+    definition_id: Option<&str>,
+    roots_only: bool,
+    scan: bool,
+    cursor: Option<String>,
+) -> ListQuery {
+    ListQuery {
+        status: Some(Status::ALL.into_iter().filter(|s| live(*s)).collect()),
+        definition_id: definition_id.map(str::to_string),
+        roots_only,
+        limit: 1000,
+        cursor,
+        scan,
+    }
+}
+
 #[derive(clap::Args)]
 pub struct MigrateArgs {
     /// The execution to migrate (or --machine for every live root execution of a machine)
@@ -72,6 +91,10 @@ pub struct MigrateArgs {
     /// Check only: report what would move, write nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// With --machine: also find the executions harel Python wrote last, which the listing index leaves out:
+    /// reads the whole executions table instead of the live ones
+    #[arg(long)]
+    pub scan: bool,
     /// .stm files or directories holding the target version's machine
     #[arg(long = "machines", value_name = "FILE|DIR")]
     pub machines: Vec<PathBuf>,
@@ -162,18 +185,14 @@ pub async fn definition_of<'a>(
     Ok(std::borrow::Cow::Owned(defn.as_ref().clone()))
 }
 
-async fn live_roots(stack: &Stack, machine: &str) -> anyhow::Result<Vec<String>> {
+async fn live_roots(stack: &Stack, machine: &str, scan: bool) -> anyhow::Result<Vec<String>> {
     let mut ids = Vec::new();
     let mut cursor = None;
+    if scan {
+        stack.report_scan_progress();
+    }
     loop {
-        let query = ListQuery {
-            definition_id: Some(machine.to_string()),
-            roots_only: true,
-            limit: 1000,
-            cursor,
-            scan: true,
-            ..ListQuery::default()
-        };
+        let query = live_query(Some(machine), true, scan, cursor);
         let page = stack
             .store
             .list_executions(&query)
@@ -237,7 +256,7 @@ pub async fn execute_migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
             let exe = stack.execution(id).await?;
             (exe.definition_id.to_string(), vec![id.clone()])
         }
-        (None, Some(m)) => (m.clone(), live_roots(&stack, m).await?),
+        (None, Some(m)) => (m.clone(), live_roots(&stack, m, args.scan).await?),
         _ => return Err(super::exit::usage("give an execution ID or --machine M")),
     };
     let (defn, doc) = target(&stack, &args.machines, &machine, &args.to).await?;
@@ -291,6 +310,10 @@ pub struct DeployCheckArgs {
     /// HAREL_DEFINITIONS_DIR)
     #[arg(env = "HAREL_DEFINITIONS_DIR")]
     pub dir: PathBuf,
+    /// Also find the executions harel Python wrote last, which the listing index leaves out:
+    /// reads the whole executions table instead of the live ones
+    #[arg(long)]
+    pub scan: bool,
     /// Answer in JSON
     #[arg(long)]
     pub json: bool,
@@ -330,13 +353,11 @@ pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitC
     // (machine, version or "" for none) -> group
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     let mut cursor = None;
+    if args.scan {
+        stack.report_scan_progress();
+    }
     loop {
-        let query = ListQuery {
-            limit: 1000,
-            cursor,
-            scan: true,
-            ..ListQuery::default()
-        };
+        let query = live_query(None, false, args.scan, cursor);
         let page = stack
             .store
             .list_executions(&query)
