@@ -877,7 +877,14 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
     );
 
     // a pinned execution needs no files: its version's machine is read from the store
-    let out = stack.harel(&["create", "Order", "--id", "free-2"]);
+    let out = stack.harel(&[
+        "create",
+        "Order",
+        "--id",
+        "free-2",
+        "--context",
+        r#"{"items": 2}"#,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     stack.pump().await;
     let out = stack.harel(&["cancel", "free-2"]);
