@@ -1,9 +1,9 @@
 //! harel's metrics, published in CloudWatch's embedded metric format ([`crate::emf`]). One
 //! invocation aggregates what it measured and prints one document for the function and one
-//! per machine (and per remote action) it touched: EMF takes a dimension's value from the
-//! document's root, so two machines cannot share a document. Timings are sent as value
-//! arrays (CloudWatch computes the percentiles); a timing with more samples than a document
-//! holds spills into further documents instead of losing samples.
+//! per machine (and per remote action, and per pinned machine version) it touched: EMF takes a
+//! dimension's value from the document's root, so two machines cannot share a document. Timings
+//! are sent as value arrays (CloudWatch computes the percentiles); a timing with more samples
+//! than a document holds spills into further documents instead of losing samples.
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
