@@ -1,9 +1,9 @@
 //! harel's metrics, published in CloudWatch's embedded metric format ([`crate::emf`]). One
 //! invocation aggregates what it measured and prints one document for the function and one
-//! per machine (and per remote action) it touched: EMF takes a dimension's value from the
-//! document's root, so two machines cannot share a document. Timings are sent as value
-//! arrays (CloudWatch computes the percentiles); a timing with more samples than a document
-//! holds spills into further documents instead of losing samples.
+//! per machine (and per remote action, and per pinned machine version) it touched: EMF takes a
+//! dimension's value from the document's root, so two machines cannot share a document. Timings
+//! are sent as value arrays (CloudWatch computes the percentiles); a timing with more samples
+//! than a document holds spills into further documents instead of losing samples.
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -33,6 +33,9 @@ pub const SERVICE_DIMENSION: &str = "service";
 pub const FUNCTION_DIMENSION: &str = "Function";
 /// The dimension of the per-machine documents: the execution's `definition_id`.
 pub(crate) const MACHINE_DIMENSION: &str = "Machine";
+/// The dimension of the per-version documents: the machine version an execution is pinned
+/// to (a 16-hex content hash).
+pub(crate) const VERSION_DIMENSION: &str = "Version";
 /// The dimension of the per-action documents: a remote action's name (`billing.charge`).
 pub(crate) const ACTION_DIMENSION: &str = "Action";
 
@@ -102,6 +105,16 @@ pub const REMOTE_RETRIES: Metric = count("RemoteRetries");
 /// Per call: from the request built to the answer applied, retries and backoff included.
 pub const REMOTE_LATENCY: Metric = millis("RemoteLatency");
 
+/// What a per-version document carries: enough to compare a deploy's old and new version
+/// (each machine and version is a dimension combination of its own, billed per metric, so
+/// they are few).
+const VERSION_METRICS: [Metric; 4] = [
+    EVENTS_PROCESSED,
+    FAILED_EXECUTIONS,
+    RECORDS_FAILED,
+    DLQ_MOVES,
+];
+
 /// What one scope (the function, or one machine) measured in one invocation.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Measured {
@@ -159,6 +172,8 @@ pub struct InvocationMetrics {
     timestamp_ms: u64,
     total: Measured,
     machines: BTreeMap<String, Measured>,
+    /// By (machine, version): only executions pinned to a version have one.
+    versions: BTreeMap<(String, String), Measured>,
     actions: BTreeMap<String, Measured>,
 }
 
@@ -170,6 +185,7 @@ impl InvocationMetrics {
             timestamp_ms,
             total: Measured::default(),
             machines: BTreeMap::new(),
+            versions: BTreeMap::new(),
             actions: BTreeMap::new(),
         }
     }
@@ -197,6 +213,34 @@ impl InvocationMetrics {
             let scope = self.machines.entry(m.to_string()).or_default();
             *scope.counts.entry(metric).or_default() += n;
         }
+    }
+
+    /// [`Self::count`], and when the execution is pinned to a version and `metric` is one
+    /// of [`VERSION_METRICS`], for the machine's version too.
+    pub(crate) fn count_pinned(
+        &mut self,
+        machine: Option<&str>,
+        version: Option<&str>,
+        metric: Metric,
+        n: u64,
+    ) {
+        self.count(machine, metric, n);
+        if let (Some(m), Some(v)) = (machine, version) {
+            if VERSION_METRICS.contains(&metric) {
+                let scope = self.version_scope(m, v);
+                *scope.counts.entry(metric).or_default() += n;
+            }
+        }
+    }
+
+    /// A version's scope, its counts zero until counted: comparing two versions' rates
+    /// needs a datapoint from each, even where nothing failed.
+    fn version_scope(&mut self, machine: &str, version: &str) -> &mut Measured {
+        let key = (machine.to_string(), version.to_string());
+        self.versions.entry(key).or_insert_with(|| Measured {
+            counts: VERSION_METRICS.iter().map(|m| (*m, 0)).collect(),
+            timings: BTreeMap::new(),
+        })
     }
 
     /// One timing sample (milliseconds), for the function and, when known, the machine.
@@ -227,15 +271,30 @@ impl InvocationMetrics {
     }
 
     /// The EMF documents: the function's first, then one per machine, then one per remote
-    /// action (each by name).
+    /// action (each by name). The per-version documents are apart
+    /// ([`Self::version_documents`]).
     pub fn documents(&self) -> Result<Vec<Value>, EmfError> {
         let mut out = Vec::new();
-        self.scope_documents(&self.total, None, &mut out)?;
+        self.scope_documents(&self.total, &[], &mut out)?;
         for (machine, measured) in &self.machines {
-            self.scope_documents(measured, Some((MACHINE_DIMENSION, machine)), &mut out)?;
+            self.scope_documents(measured, &[(MACHINE_DIMENSION, machine)], &mut out)?;
         }
         for (action, measured) in &self.actions {
-            self.scope_documents(measured, Some((ACTION_DIMENSION, action)), &mut out)?;
+            self.scope_documents(measured, &[(ACTION_DIMENSION, action)], &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// One document per machine version a record was about (dimensions `Function, Machine,
+    /// Version`), by machine then version: none when every execution was unpinned.
+    pub fn version_documents(&self) -> Result<Vec<Value>, EmfError> {
+        let mut out = Vec::new();
+        for ((machine, version), measured) in &self.versions {
+            let scope = [
+                (MACHINE_DIMENSION, machine.as_str()),
+                (VERSION_DIMENSION, version),
+            ];
+            self.scope_documents(measured, &scope, &mut out)?;
         }
         Ok(out)
     }
@@ -243,14 +302,14 @@ impl InvocationMetrics {
     fn scope_documents(
         &self,
         measured: &Measured,
-        scope: Option<(&str, &str)>,
+        scope: &[(&str, &str)],
         out: &mut Vec<Value>,
     ) -> Result<(), EmfError> {
         let mut dimensions = vec![
             (SERVICE_DIMENSION, self.settings.service.as_str()),
             (FUNCTION_DIMENSION, self.function.as_str()),
         ];
-        dimensions.extend(scope);
+        dimensions.extend_from_slice(scope);
         let counts: Vec<_> = measured
             .counts
             .iter()
@@ -278,7 +337,11 @@ impl InvocationMetrics {
     /// and CloudWatch's EMF extraction read them). Metrics must never fail an invocation: a
     /// document the rules refuse is reported in the logs instead.
     pub fn emit(&self) {
-        match self.documents() {
+        let all = self.documents().and_then(|mut documents| {
+            documents.extend(self.version_documents()?);
+            Ok(documents)
+        });
+        match all {
             Ok(documents) => {
                 use std::io::Write;
                 let mut stdout = std::io::stdout().lock();
@@ -324,16 +387,22 @@ pub fn worker_metrics(
     for (i, (message_id, result)) in outcome.records.iter().enumerate() {
         let observed = outcome.observed.get(i).cloned().unwrap_or_default();
         let machine = observed.machine.as_deref();
+        let version = observed.version.as_deref();
+        if let (Some(m), Some(v)) = (machine, version) {
+            metrics.version_scope(m, v);
+        }
         match result {
-            Ok(Handled::DeadLettered { .. }) => metrics.count(machine, DLQ_MOVES, 1),
+            Ok(Handled::DeadLettered { .. }) => {
+                metrics.count_pinned(machine, version, DLQ_MOVES, 1)
+            }
             Ok(Handled::Skipped { .. } | Handled::AlreadyExists { .. }) => {
                 metrics.count(machine, EVENTS_SKIPPED, 1)
             }
             Ok(Handled::Processed { .. } | Handled::Broadcast { .. } | Handled::Created { .. }) => {
-                metrics.count(machine, EVENTS_PROCESSED, 1)
+                metrics.count_pinned(machine, version, EVENTS_PROCESSED, 1)
             }
             Err(e) => {
-                metrics.count(machine, RECORDS_FAILED, 1);
+                metrics.count_pinned(machine, version, RECORDS_FAILED, 1);
                 if matches!(e, RecordError::Conflict(_)) {
                     metrics.count(machine, CONFLICTS, 1);
                 }
@@ -343,7 +412,7 @@ pub fn worker_metrics(
             metrics.count(machine, COMMITS, observed.commits as u64);
         }
         if observed.failed_execution {
-            metrics.count(machine, FAILED_EXECUTIONS, 1);
+            metrics.count_pinned(machine, version, FAILED_EXECUTIONS, 1);
         }
         if observed.duplicate {
             metrics.count(machine, DUPLICATES, 1);
@@ -410,6 +479,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::worker::Observed;
 
     fn directive(doc: &Value) -> &Value {
         &doc["_aws"]["CloudWatchMetrics"][0]
@@ -569,5 +639,102 @@ mod tests {
         let m = worker_metrics(&outcome, &messages, 1_767_225_600_250);
         assert_eq!(m.total(REDELIVERIES), 1);
         assert_eq!(m.total.timings[&MESSAGE_AGE], vec![250.0]);
+    }
+
+    fn observed(machine: &str, version: Option<&str>) -> Observed {
+        Observed {
+            machine: Some(machine.into()),
+            version: version.map(Into::into),
+            ..Observed::default()
+        }
+    }
+
+    #[test]
+    fn each_machine_version_has_a_document_of_the_deploy_counts() {
+        let (old, new) = ("0123456789abcdef", "fedcba9876543210");
+        let mut outcome = BatchOutcome::default();
+        let processed = |id: &str| {
+            Ok(Handled::Processed {
+                execution_id: id.into(),
+            })
+        };
+        let records = [
+            (processed("e1"), observed("Order", Some(old))),
+            (processed("e2"), observed("Order", Some(new))),
+            (
+                processed("e3"),
+                Observed {
+                    failed_execution: true,
+                    commits: 1,
+                    ..observed("Order", Some(new))
+                },
+            ),
+            (
+                Err(RecordError::Blocked("e4".into())),
+                observed("Order", Some(old)),
+            ),
+            (processed("e5"), observed("Order", None)),
+        ];
+        for (i, (result, seen)) in records.into_iter().enumerate() {
+            outcome.records.push((format!("m{i}"), result));
+            outcome.observed.push(seen);
+        }
+        let m = worker_metrics(&outcome, &[], 9);
+        let docs = m.documents().expect("valid");
+        assert_eq!(docs.len(), 2, "the function's and Order's: {docs:#?}");
+        assert_eq!(docs[1]["EventsProcessed"], json!(4.0));
+        let versions = m.version_documents().expect("valid");
+        assert_eq!(versions.len(), 2, "{versions:#?}");
+        for (doc, version) in versions.iter().zip([old, new]) {
+            assert_eq!(
+                directive(doc)["Dimensions"],
+                json!([["service", "Function", "Machine", "Version"]])
+            );
+            assert_eq!(doc["Function"], json!("worker"));
+            assert_eq!(doc["Machine"], json!("Order"));
+            assert_eq!(doc["Version"], json!(version));
+            let names: Vec<&str> = directive(doc)["Metrics"]
+                .as_array()
+                .expect("metrics")
+                .iter()
+                .map(|d| d["Name"].as_str().expect("name"))
+                .collect();
+            assert_eq!(
+                names,
+                [
+                    "DlqMoves",
+                    "EventsProcessed",
+                    "FailedExecutions",
+                    "RecordsFailed"
+                ],
+                "the deploy counts only, zeros included"
+            );
+        }
+        let counts = |doc: &Value| {
+            [
+                "EventsProcessed",
+                "FailedExecutions",
+                "RecordsFailed",
+                "DlqMoves",
+            ]
+            .map(|name| doc[name].as_f64().expect(name))
+        };
+        assert_eq!(counts(&versions[0]), [1.0, 0.0, 1.0, 0.0], "old");
+        assert_eq!(counts(&versions[1]), [2.0, 1.0, 0.0, 0.0], "new");
+    }
+
+    #[test]
+    fn unpinned_executions_have_no_version_document() {
+        let mut outcome = BatchOutcome::default();
+        for (i, machine) in ["Order", "Flow"].into_iter().enumerate() {
+            let handled = Handled::Processed {
+                execution_id: format!("e{i}"),
+            };
+            outcome.records.push((format!("m{i}"), Ok(handled)));
+            outcome.observed.push(observed(machine, None));
+        }
+        let m = worker_metrics(&outcome, &[], 9);
+        assert_eq!(m.documents().expect("valid").len(), 3);
+        assert_eq!(m.version_documents().expect("valid"), Vec::<Value>::new());
     }
 }

@@ -139,6 +139,36 @@ async fn a_batch_with_a_conflict_and_a_dead_letter_counts_them() {
     assert_eq!(docs[0]["Function"], "relay");
 }
 
+#[tokio::test]
+async fn the_worker_counts_per_version_the_executions_pinned_to_one() {
+    use harel_store::ExecutionStore;
+    let h = harness(false);
+    h.send("k-v", create_body("Flow", Object::new(), None))
+        .await;
+    let created = h.pump(1).await;
+    h.send_event("k-v", Event::new("Go")).await;
+    let routed = h.pump(1).await;
+    let exe = h
+        .worker
+        .store
+        .load("k-v")
+        .await
+        .expect("load")
+        .expect("created");
+    let pinned = exe.pinned_version().expect("a new execution is pinned");
+    for outcome in [&created[0], &routed[0]] {
+        assert_eq!(outcome.observed[0].version.as_deref(), Some(pinned));
+        let m = worker_metrics(outcome, &[], 1);
+        let docs = m.version_documents().expect("valid");
+        assert_eq!(docs.len(), 1, "{docs:#?}");
+        assert_valid_emf(&docs[0]);
+        assert_eq!(docs[0]["Machine"], "Flow");
+        assert_eq!(docs[0]["Version"], pinned);
+        assert_eq!(docs[0]["EventsProcessed"], json!(1.0));
+        assert_eq!(docs[0]["RecordsFailed"], json!(0.0));
+    }
+}
+
 /// The specification's structure: `_aws` with a millisecond timestamp and one directive
 /// whose dimensions and metrics all have values at the root (numbers, or arrays of at most
 /// 100 numbers), at most 100 metrics and 30 dimensions per set.

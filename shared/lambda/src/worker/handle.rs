@@ -134,6 +134,8 @@ where
             }
             Err(e) => return Err(e.into()),
         };
+        // the step pins the new execution: its version is known only now
+        observe_version(observer, exe.pinned_version());
         self.stepped(observer, None, &exe, &stepped, None);
         self.deliver(&exe, stepped, observer).await;
         Ok(Handled::Created { execution_id })
@@ -164,6 +166,7 @@ where
             return skip("no such execution");
         };
         observe_event(observer, &exe.definition_id, &event.kind);
+        observe_version(observer, exe.pinned_version());
         if processed {
             return skip("event already processed");
         }
@@ -320,6 +323,13 @@ fn observe_event(observer: &Observer, machine: &str, kind: &str) {
         o.machine = Some(machine.to_string());
         o.event_kind = Some(kind.to_string());
     });
+}
+
+fn observe_version(observer: &Observer, version: Option<&str>) {
+    if let Some(version) = version {
+        tracing::Span::current().record("machine_version", version);
+    }
+    observer.with(|o| o.version = version.map(str::to_string));
 }
 
 fn report_undelivered(execution_id: &str, e: &DeliverError) {

@@ -140,6 +140,7 @@ where
                         execution_id = record.group_id.as_deref().unwrap_or(""),
                         event_kind = Empty,
                         machine = Empty,
+                        machine_version = Empty,
                     );
                     let observer = Observer::default();
                     let result = if failed {

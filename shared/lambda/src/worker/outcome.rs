@@ -63,6 +63,9 @@ impl Handled {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observed {
     pub machine: Option<String>,
+    /// The machine version the execution is pinned to (None: unpinned, or not known: a
+    /// create whose step did not commit).
+    pub version: Option<String>,
     pub event_kind: Option<String>,
     pub commits: usize,
     /// The step's commit found the event's dedupe mark already written (another writer
