@@ -839,10 +839,19 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
     // the worker pinned free-1 to its machine's version, which the store keeps: that copy
     // would answer for it (shown with free-2 below). One harel Python wrote last has lost its
     // pin, and then only the machine files can say
-    let mut unpinned = stack.store.load("free-1").await.expect("load").expect("there");
+    let mut unpinned = stack
+        .store
+        .load("free-1")
+        .await
+        .expect("load")
+        .expect("there");
     assert!(unpinned.pinned_version().is_some(), "the worker pins");
     unpinned.definition_version = None;
-    stack.store.save(&mut unpinned).await.expect("saved unpinned");
+    stack
+        .store
+        .save(&mut unpinned)
+        .await
+        .expect("saved unpinned");
 
     // cooperative or forceful is the machine's to say: without it, nothing is written
     let out = stack.harel(&["cancel", "free-1"]);

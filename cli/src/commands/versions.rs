@@ -188,9 +188,6 @@ pub async fn definition_of<'a>(
 async fn live_roots(stack: &Stack, machine: &str, scan: bool) -> anyhow::Result<Vec<String>> {
     let mut ids = Vec::new();
     let mut cursor = None;
-    if scan {
-        stack.report_scan_progress();
-    }
     loop {
         let query = live_query(Some(machine), true, scan, cursor);
         let page = stack
@@ -250,7 +247,10 @@ fn print_report(report: &MigrationReport, dry_run: bool) {
 
 pub async fn execute_migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let map = PathMap::parse(&args.map).map_err(super::exit::usage)?;
-    let stack = args.stack.connect().await?;
+    let mut stack = args.stack.connect().await?;
+    if args.scan {
+        stack.report_scan_progress();
+    }
     let (machine, ids) = match (&args.id, &args.machine) {
         (Some(id), None) => {
             let exe = stack.execution(id).await?;
@@ -341,7 +341,10 @@ pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitC
         let version = version_of(&bundle_document(&defn)?);
         new.insert(defn.id.clone(), (version, defn));
     }
-    let stack = args.stack.connect().await?;
+    let mut stack = args.stack.connect().await?;
+    if args.scan {
+        stack.report_scan_progress();
+    }
     let kept: BTreeMap<String, DefinitionDoc> = stack
         .store
         .list_definitions()
@@ -353,9 +356,6 @@ pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitC
     // (machine, version or "" for none) -> group
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     let mut cursor = None;
-    if args.scan {
-        stack.report_scan_progress();
-    }
     loop {
         let query = live_query(None, false, args.scan, cursor);
         let page = stack
