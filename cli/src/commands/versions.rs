@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context};
 use harel_control::{migrate, plan_member, MigrationReport, PathMap};
 use harel_model::{Definition, Execution, Status};
-use harel_runtime::versions::{bundle_document, rebuild, version_of};
+use harel_runtime::versions::{bundle_document, rebuild, version_of, Bundle};
 use harel_store::{DefinitionDoc, ExecutionStore, ListQuery};
 use serde_json::json;
 
@@ -131,17 +131,10 @@ async fn target(
             }
         }
     }
-    let kept = stack
-        .store
-        .get_definition(version)
-        .await
-        .map_err(|e| stack.explain(&format!("reading version {version}"), e))?
-        .ok_or_else(|| {
-            super::exit::not_found(format_args!(
-                "version {version} of {machine} is neither kept in the store nor among --machines (pass the .stm holding it)"
-            ))
-        })?;
-    let bundle = rebuild(version, &kept.document)?;
+    let (kept, bundle) = kept_version(stack, version, || {
+        format!("version {version} of {machine} is neither kept in the store nor among --machines (pass the .stm holding it)")
+    })
+    .await?;
     let defn = bundle.get(machine).ok_or_else(|| {
         super::exit::refused(format_args!(
             "version {version} is not a version of {machine} (it is {})",
@@ -149,6 +142,22 @@ async fn target(
         ))
     })?;
     Ok((defn.as_ref().clone(), None))
+}
+
+/// A version the store keeps, rebuilt; `missing` says why its absence matters here.
+async fn kept_version(
+    stack: &Stack,
+    version: &str,
+    missing: impl FnOnce() -> String,
+) -> anyhow::Result<(DefinitionDoc, Bundle)> {
+    let kept = stack
+        .store
+        .get_definition(version)
+        .await
+        .map_err(|e| stack.explain(&format!("reading version {version}"), e))?
+        .ok_or_else(|| super::exit::not_found(missing()))?;
+    let bundle = rebuild(version, &kept.document)?;
+    Ok((kept, bundle))
 }
 
 /// The definition a control command decides against: the execution's pinned version (read
@@ -161,27 +170,19 @@ pub async fn definition_of<'a>(
     let Some(version) = exe.pinned_version() else {
         return fallback().map(std::borrow::Cow::Borrowed);
     };
-    let kept = stack
-        .store
-        .get_definition(version)
-        .await
-        .map_err(|e| stack.explain(&format!("reading version {version}"), e))?
-        .ok_or_else(|| {
-            super::exit::not_found(format_args!(
-                "{} runs version {version} of {}, which the store does not keep",
-                exe.id, exe.definition_id
-            ))
-        })?;
-    let bundle = rebuild(version, &kept.document)?;
-    let defn = bundle
-        .get(&exe.definition_id)
-        .or_else(|| exe.definition_fqn.as_ref().and_then(|f| bundle.get(f)))
-        .ok_or_else(|| {
-            super::exit::refused(format_args!(
-                "version {version} has no machine {}",
-                exe.definition_id
-            ))
-        })?;
+    let (_, bundle) = kept_version(stack, version, || {
+        format!(
+            "{} runs version {version} of {}, which the store does not keep",
+            exe.id, exe.definition_id
+        )
+    })
+    .await?;
+    let defn = bundle.machine_for(exe).ok_or_else(|| {
+        super::exit::refused(format_args!(
+            "version {version} has no machine {}",
+            exe.definition_id
+        ))
+    })?;
     Ok(std::borrow::Cow::Owned(defn.as_ref().clone()))
 }
 

@@ -218,21 +218,7 @@ impl Driver {
 
     /// harel `_defn_for` among the deployed machines: by the execution's `definition_id`,
     /// else (a submachine child whose definition is registered under its FQN only) by its
-    /// `definition_fqn`. A pinned execution gets its version when this process has it at hand
-    /// (deployed, or read before); [`Driver::resolve`] also reads the store.
-    pub fn definition_for(&self, exe: &Execution) -> Result<Arc<Definition>, RuntimeError> {
-        if let Some(version) = exe.pinned_version() {
-            let bundle =
-                self.bundle_at_hand(version)
-                    .ok_or_else(|| RuntimeError::UnknownVersion {
-                        machine: exe.definition_id.to_string(),
-                        version: version.to_string(),
-                    })?;
-            return Self::in_bundle(&bundle, exe);
-        }
-        self.current_for(exe)
-    }
-
+    /// `definition_fqn`.
     fn current_for(&self, exe: &Execution) -> Result<Arc<Definition>, RuntimeError> {
         self.definitions
             .get(exe.definition_id.as_str())
@@ -247,8 +233,7 @@ impl Driver {
 
     fn in_bundle(bundle: &Bundle, exe: &Execution) -> Result<Arc<Definition>, RuntimeError> {
         bundle
-            .get(&exe.definition_id)
-            .or_else(|| exe.definition_fqn.as_ref().and_then(|f| bundle.get(f)))
+            .machine_for(exe)
             .cloned()
             .ok_or_else(|| RuntimeError::VersionMismatch {
                 machine: exe.definition_id.to_string(),

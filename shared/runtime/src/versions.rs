@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use harel_model::{build_definition, Definition};
+use harel_model::{build_definition, Definition, Execution};
 use harel_store::DefinitionDoc;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -29,6 +29,13 @@ pub struct Bundle {
 impl Bundle {
     pub fn get(&self, id: &str) -> Option<&Arc<Definition>> {
         self.definitions.get(id)
+    }
+
+    /// harel `_defn_for` in this version: by the execution's `definition_id`, else (a
+    /// submachine child registered under its FQN only) by its `definition_fqn`.
+    pub fn machine_for(&self, exe: &Execution) -> Option<&Arc<Definition>> {
+        self.get(&exe.definition_id)
+            .or_else(|| exe.definition_fqn.as_ref().and_then(|f| self.get(f)))
     }
 }
 

@@ -178,17 +178,21 @@ pub async fn broadcast<S: ExecutionStore, T: Transport>(
     event: &Event,
     regions: &[Execution],
 ) -> Result<Option<f64>, DeliverError> {
+    // the machine before anything is published: a store that cannot answer now must not
+    // leave the regions told and the parent's ttl unrestarted; a machine this host does not
+    // have restarts no ttl (the worker dead-letters what it cannot check)
+    let defn = match driver.resolve(store, exe).await {
+        Ok(defn) => Some(defn),
+        Err(RuntimeError::Store(e)) => return Err(DeliverError::Store(e)),
+        Err(_) => None,
+    };
     let messages = regions
         .iter()
         .map(|region| Outgoing::event(region.id.clone(), event, DedupeKey::Event))
         .collect::<Result<Vec<_>, _>>()?;
     transport.publish_batch(&messages).await?;
     let now = driver.now();
-    let timer = driver
-        .resolve(store, exe)
-        .await
-        .ok()
-        .and_then(|defn| restart_ttl(&defn, exe, now));
+    let timer = defn.and_then(|defn| restart_ttl(&defn, exe, now));
     let armed = match &timer {
         Some(harel_model::TimerOp::Schedule { fire_at, .. }) => Some(*fire_at),
         _ => None,
