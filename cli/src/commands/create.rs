@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use harel_model::schema::{check_context, with_defaults};
 use harel_model::{Object, Status};
-use harel_sqs::create_body;
-use harel_sqs::{check_group_id, DedupeKey, Outgoing, Transport};
+use harel_sqs::check_group_id;
 use harel_store::ExecutionStore;
 use serde_json::{json, Value};
 
@@ -104,14 +103,12 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
             existing.status, existing.definition_id
         )));
     }
-    let body = create_body(machine, context, Some(&id));
     // deterministic: the same create sent twice within SQS's five minutes is dropped
-    let dedupe = DedupeKey::Explicit(format!("create-{id}")).dedupe_id(&id, "");
-    let message = Outgoing::raw(id.clone(), dedupe, body)?;
-    transport.publish(message).await.map_err(|e| {
+    let sender = harel_runtime::Sender::new(transport);
+    sender.create(machine, context, &id).await.map_err(|e| {
         super::exit::aws(format_args!(
             "sending the create to {}: {e} ({AWS_HINT})",
-            transport.queue_url()
+            sender.transport().queue_url()
         ))
     })?;
     if defn.is_none() {

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use harel_model::schema::check_event;
 use harel_model::{Event, Status};
-use harel_sqs::{DedupeKey, Outgoing, Transport};
 use serde_json::json;
 
 use super::create::json_object;
@@ -83,15 +82,13 @@ pub async fn execute(args: SendArgs) -> anyhow::Result<ExitCode> {
             })?;
         }
     }
-    let messages = events
-        .iter()
-        .map(|ev| Outgoing::event(exe.id.clone(), ev, DedupeKey::Event))
-        .collect::<Result<Vec<_>, _>>()?;
-    transport.publish_batch(&messages).await.map_err(|e| {
-        super::exit::aws(format_args!(
+    let sender = harel_runtime::Sender::new(transport);
+    sender.send(&exe.id, &events).await.map_err(|e| match e {
+        harel_sqs::TransportError::InvalidGroup(_) => anyhow::Error::new(e),
+        e => super::exit::aws(format_args!(
             "sending to {}: {e} ({AWS_HINT})",
-            transport.queue_url()
-        ))
+            sender.transport().queue_url()
+        )),
     })?;
     if defn.is_none() {
         let what = format!("the events for machine {} were", exe.definition_id);

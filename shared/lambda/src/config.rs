@@ -44,6 +44,8 @@ pub enum Role {
     Worker,
     Relay,
     Sweeper,
+    /// The HTTP API: checks and enqueues, reads and controls; runs no machine step.
+    Api,
 }
 
 #[derive(Clone, Debug, PartialEq)]

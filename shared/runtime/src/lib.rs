@@ -6,11 +6,13 @@
 //! `harel-control`'s commands followed, like harel's, by the inline relay.
 
 pub mod actions;
+pub mod admission;
 pub mod clock;
 pub mod delivery;
 mod driver;
 mod error;
 mod runner;
+pub mod sender;
 pub mod stdlib;
 pub mod trace;
 pub mod versions;
@@ -27,3 +29,4 @@ pub use error::RuntimeError;
 pub use harel_control::{Archive, ControlError, JsonlArchive, PurgeFinished, PurgeReport};
 pub use harel_engine::ActionError;
 pub use runner::{register, DurableRunner};
+pub use sender::Sender;

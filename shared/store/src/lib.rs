@@ -16,6 +16,7 @@ pub mod contract;
 pub mod hooked;
 pub mod listing;
 pub mod memory;
+mod shared;
 pub use hooked::{CommitHook, Hooked};
 pub use memory::MemoryStore;
 

@@ -5,8 +5,9 @@
 //! is here: dead-lettering what can never succeed, parking a SUSPENDED execution's messages.
 
 use harel_idempotency::{Client as IdempotencyClient, RunError};
-use harel_model::schema::{check_context, check_event, with_defaults};
+use harel_model::schema::check_event;
 use harel_model::{Event, Execution, Status};
+use harel_runtime::admission::{create_context, gate, Gate};
 use harel_runtime::delivery::queue::{broadcast, deliver_stepped};
 use harel_runtime::delivery::{route, Route};
 use harel_runtime::{DeliverError, RuntimeError, Stepped};
@@ -109,15 +110,17 @@ where
             tracing::info!(%execution_id, "create for an execution that exists: nothing done");
             return Ok(Handled::AlreadyExists { execution_id });
         }
-        let context = with_defaults(&defn.context_schema, &request.context);
-        if let Err(e) = check_context(&defn.context_schema, &context, true) {
-            return self
-                .dead_letter(
-                    record,
-                    &format!("create {execution_id}: invalid context: {e}"),
-                )
-                .await;
-        }
+        let context = match create_context(&defn, &request.context) {
+            Ok(context) => context,
+            Err(e) => {
+                return self
+                    .dead_letter(
+                        record,
+                        &format!("create {execution_id}: invalid context: {e}"),
+                    )
+                    .await
+            }
+        };
         let mut exe = Execution::new(request.definition_id).with_id(execution_id.clone());
         exe.context = context;
         let stepped = match self.driver.step(&self.store, &mut exe, None).await {
@@ -170,9 +173,14 @@ where
         if processed {
             return skip("event already processed");
         }
-        match exe.status {
-            Status::Cancelled => return skip("execution is CANCELLED"),
-            Status::Suspended => {
+        match gate(exe.status, &event.kind) {
+            Gate::Skip(reason) => {
+                if exe.status == Status::Pending {
+                    tracing::warn!(execution_id = %exe.id, kind = %event.kind, "discarding an event for an execution not started yet");
+                }
+                return skip(reason);
+            }
+            Gate::Park => {
                 let delay = self.config.suspend_park_delay(record.receive_count);
                 tracing::info!(
                     receive_count = record.receive_count,
@@ -182,14 +190,7 @@ where
                 self.transport.park(&record.receipt_handle, delay).await?;
                 return Err(RecordError::Parked(exe.id.to_string()));
             }
-            Status::Pending if event.kind != "Start" => {
-                // harel discards it rather than parking: parking would hold the group and
-                // block the Start itself behind it
-                tracing::warn!(execution_id = %exe.id, kind = %event.kind, "discarding an event for an execution not started yet");
-                return skip("execution is PENDING (not started)");
-            }
-            Status::Cancelling if event.kind != "Cancel" => return skip("execution is CANCELLING"),
-            _ => {}
+            Gate::Run => {}
         }
         // harel checks an event against its declaration in the sender's stack; here the
         // queue is the API, so the worker is the first to see it: one that does not fit can

@@ -1,0 +1,57 @@
+//! What a host admits before it runs anything: the context a create starts from and the
+//! gate an event meets by the execution's status (harel's `WorkerLogic` routing). The queue
+//! worker applies them to each message; a sender that validates up front (the HTTP API, the
+//! local server's queue) applies the very same rules, so what it accepts the worker runs.
+
+use harel_model::schema::{check_context, with_defaults, ContextError};
+use harel_model::{Definition, Object, Status};
+
+/// The context a create of `defn` starts from: `context` with the schema's defaults filled
+/// in, which must then fit the schema.
+pub fn create_context(defn: &Definition, context: &Object) -> Result<Object, ContextError> {
+    let context = with_defaults(&defn.context_schema, context);
+    check_context(&defn.context_schema, &context, true)?;
+    Ok(context)
+}
+
+/// What a worker does with an event of `kind` for an execution in `status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// Step it (a DONE or FAILED execution's engine ignores a domain event itself).
+    Run,
+    /// Acknowledge it without effect, for this reason.
+    Skip(&'static str),
+    /// Hold it until the execution is resumed (a SUSPENDED execution's backlog is kept).
+    Park,
+}
+
+/// harel's routing by status: a CANCELLED execution drops everything; a PENDING one (not
+/// started yet) discards all but its `Start` rather than park it, since parking would hold
+/// the group and block the Start behind it; a CANCELLING one skips all but its `Cancel`.
+pub fn gate(status: Status, kind: &str) -> Gate {
+    match status {
+        Status::Cancelled => Gate::Skip("execution is CANCELLED"),
+        Status::Suspended => Gate::Park,
+        Status::Pending if kind != "Start" => Gate::Skip("execution is PENDING (not started)"),
+        Status::Cancelling if kind != "Cancel" => Gate::Skip("execution is CANCELLING"),
+        _ => Gate::Run,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_by_status() {
+        assert_eq!(gate(Status::Running, "Pay"), Gate::Run);
+        assert_eq!(gate(Status::Suspended, "Pay"), Gate::Park);
+        assert_eq!(gate(Status::Cancelling, "Cancel"), Gate::Run);
+        assert_eq!(
+            gate(Status::Cancelling, "Pay"),
+            Gate::Skip("execution is CANCELLING")
+        );
+        assert_eq!(gate(Status::Pending, "Start"), Gate::Run);
+        assert!(matches!(gate(Status::Cancelled, "Cancel"), Gate::Skip(_)));
+    }
+}
