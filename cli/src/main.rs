@@ -26,6 +26,8 @@ struct Cli {
 enum Command {
     /// Drive a machine with events (in memory by default, or against DynamoDB)
     Run(commands::run::RunArgs),
+    /// Serve the HTTP API (the deployed api function's routes) on this machine
+    Serve(commands::serve::ServeArgs),
     /// Parse and validate a .stm file
     Validate(commands::validate::ValidateArgs),
     /// Rewrite .stm files in the canonical layout (--check for CI, --diff to review)
@@ -76,6 +78,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => commands::run::execute(args).await,
+        Command::Serve(args) => commands::serve::execute(args).await,
         Command::Validate(args) => commands::validate::execute(args).await,
         Command::Fmt(args) => commands::fmt::execute(args).await,
         Command::Lsp(args) => commands::lsp::execute(args).await,

@@ -16,6 +16,7 @@ pub mod purge;
 pub mod render;
 pub mod run;
 pub mod send;
+pub mod serve;
 pub mod show;
 pub mod stack;
 pub mod trace;

@@ -168,7 +168,7 @@ impl Action for FixedAnswers {
 }
 
 /// What an action with no implementation does here: nothing, returning null.
-struct NoOp;
+pub(crate) struct NoOp;
 
 impl Action for NoOp {
     fn call<'a>(
@@ -254,17 +254,17 @@ fn registry(
 }
 
 /// The remote actions of `--actions`: the map and the clients that call its targets.
-struct Remote {
-    map: harel_remote::ActionMap,
-    clients: harel_remote::Clients,
+pub(crate) struct Remote {
+    pub(crate) map: harel_remote::ActionMap,
+    pub(crate) clients: harel_remote::Clients,
     /// The map's `ssm:` and `secretsmanager:` header values, read once.
-    secrets: harel_remote::Secrets,
+    pub(crate) secrets: harel_remote::Secrets,
 }
 
 impl Remote {
     /// The AWS SDK's configuration is loaded only when the map names a Lambda or reads a
     /// header value from SSM or Secrets Manager.
-    async fn load(path: &std::path::Path) -> anyhow::Result<Remote> {
+    pub(crate) async fn load(path: &std::path::Path) -> anyhow::Result<Remote> {
         let map = harel_remote::ActionMap::load(path)?;
         let needs_aws = map.lambda_targets().next().is_some()
             || map

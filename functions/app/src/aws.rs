@@ -208,8 +208,9 @@ pub async fn boot_with(
         config.definitions_dir.as_deref(),
         config.actions_file.as_deref(),
         Some(sdk),
-        // the sweeper only fires timers: it runs no action, so reads no header secret
-        role != Role::Sweeper,
+        // the sweeper only fires timers and the API only checks and enqueues: neither runs an
+        // action, so neither reads a header secret
+        matches!(role, Role::Worker | Role::Relay),
     )
     .await?;
     let driver = driver.with_trace(config.trace);

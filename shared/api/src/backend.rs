@@ -1,0 +1,59 @@
+//! What the routes run over: the store (read, and written by the control plane), the sender
+//! (the queue) and the deployed machines. Lambda gives it DynamoDB and SQS; `harel serve`
+//! the same or the in-memory twins.
+
+use std::sync::Arc;
+
+use harel_model::{Definition, Execution};
+use harel_runtime::{Driver, RuntimeError, Sender};
+use harel_sqs::Transport;
+use harel_store::ExecutionStore;
+
+use crate::error::ApiError;
+
+/// The API's ports. Routes added by other crates take `State<Arc<Backend<S, T>>>` too.
+pub struct Backend<S, T> {
+    pub store: S,
+    pub sender: Sender<T>,
+    /// The deployed machines (and, through the store, the versions executions are pinned
+    /// to). Used to check, never to step: the worker runs the machines.
+    pub driver: Driver,
+}
+
+/// The state the router holds.
+pub type Shared<S, T> = Arc<Backend<S, T>>;
+
+impl<S: ExecutionStore, T: Transport> Backend<S, T> {
+    pub fn new(store: S, transport: T, driver: Driver) -> Self {
+        Backend {
+            store,
+            sender: Sender::new(transport),
+            driver,
+        }
+    }
+
+    /// The execution, or `404 unknown_execution`.
+    pub async fn execution(&self, id: &str) -> Result<Execution, ApiError> {
+        self.store
+            .load(id)
+            .await?
+            .ok_or_else(|| ApiError::unknown_execution(id))
+    }
+
+    /// The definition `exe` runs on (its pinned version's, as the worker resolves it).
+    pub async fn definition_of(&self, exe: &Execution) -> Result<Arc<Definition>, ApiError> {
+        self.driver
+            .resolve(&self.store, exe)
+            .await
+            .map_err(|e| match e {
+                RuntimeError::Store(e) => ApiError::from(e),
+                other => ApiError::conflict(
+                    "machine_unavailable",
+                    format!(
+                        "execution {} runs a machine this deployment cannot load: {other}",
+                        exe.id
+                    ),
+                ),
+            })
+    }
+}
