@@ -25,6 +25,8 @@ use axum::Router;
 use harel_sqs::Transport;
 use harel_store::ExecutionStore;
 
+/// The axum this router is built with: routes added by other crates use the same one.
+pub use axum;
 pub use backend::{Backend, Shared};
 pub use body::MAX_BODY_BYTES;
 pub use error::ApiError;
