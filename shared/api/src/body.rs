@@ -38,11 +38,34 @@ pub fn json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-/// [`json`], with an empty body read as `{}` (the control routes take an optional one).
-pub fn json_or_empty<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        json(b"{}")
-    } else {
-        json(bytes)
+/// A JSON object read as `T`: anything but an object (serde would read a struct from an
+/// array too) is `invalid_body`.
+pub fn object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    match json::<serde_json::Value>(bytes)? {
+        v @ serde_json::Value::Object(_) => serde_json::from_value(v)
+            .map_err(|e| ApiError::bad_request("invalid_body", e.to_string())),
+        _ => Err(ApiError::bad_request(
+            "invalid_body",
+            "the body must be a JSON object",
+        )),
     }
+}
+
+/// [`object`], with an empty body read as `{}` (the control routes take an optional one).
+pub fn object_or_empty<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        object(b"{}")
+    } else {
+        object(bytes)
+    }
+}
+
+/// For an optional field: absent is `None` (with `#[serde(default)]`), but an explicit
+/// `null` is refused like any other value of the wrong type.
+pub fn not_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
 }

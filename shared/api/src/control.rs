@@ -87,7 +87,7 @@ where
 #[serde(deny_unknown_fields)]
 struct CancelBody {
     /// The `Cancel` event's data (a guard such as `where reason == ...` may read it).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "body::not_null")]
     reason: Option<Object>,
 }
 
@@ -111,7 +111,7 @@ where
     S: ExecutionStore + 'static,
     T: Transport + 'static,
 {
-    let request: CancelBody = body::json_or_empty(&body::read(raw).await?)?;
+    let request: CancelBody = body::object_or_empty(&body::read(raw).await?)?;
     let exe = api.execution(&id).await?;
     let defn = api.definition_of(&exe).await?;
     let out = harel_control::cancel_with_reason(
@@ -135,7 +135,7 @@ where
     S: ExecutionStore + 'static,
     T: Transport + 'static,
 {
-    let request: RedriveBody = body::json(&body::read(raw).await?)?;
+    let request: RedriveBody = body::object(&body::read(raw).await?)?;
     let exe = api.execution(&id).await?;
     let defn = api.definition_of(&exe).await?;
     let out = harel_control::redrive(&api.store, &defn, &id, &request.to, api.driver.now())
@@ -155,7 +155,7 @@ macro_rules! plain_command {
             S: ExecutionStore + 'static,
             T: Transport + 'static,
         {
-            let _: NoBody = body::json_or_empty(&body::read(raw).await?)?;
+            let _: NoBody = body::object_or_empty(&body::read(raw).await?)?;
             api.execution(&id).await?;
             let out = harel_control::$name(&api.store, &id, api.driver.now())
                 .await

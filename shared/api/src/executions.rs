@@ -57,9 +57,9 @@ fn sent(e: TransportError) -> ApiError {
 #[serde(deny_unknown_fields)]
 struct CreateBody {
     machine: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "body::not_null")]
     id: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "body::not_null")]
     context: Option<Object>,
 }
 
@@ -80,7 +80,7 @@ where
 {
     let key = idempotency_key(&headers)?;
     let bytes = body::read(raw).await?;
-    let request: CreateBody = body::json(&bytes)?;
+    let request: CreateBody = body::object(&bytes)?;
     let machine = request.machine.as_str();
     let defn = api.driver.definition(machine).ok_or_else(|| {
         ApiError::not_found(
@@ -130,11 +130,11 @@ where
 #[serde(deny_unknown_fields)]
 struct EventBody {
     kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "body::not_null")]
     data: Option<Object>,
     /// The event's id: the queue deduplicates on it (default: a fresh one, or one derived
     /// from the Idempotency-Key).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "body::not_null")]
     id: Option<String>,
 }
 
@@ -176,8 +176,8 @@ where
     let key = idempotency_key(&headers)?;
     let bytes = body::read(raw).await?;
     let items = match body::json::<Value>(&bytes)? {
-        v @ Value::Object(_) => vec![serde_json::from_value::<EventBody>(v)],
-        Value::Array(items) => items.into_iter().map(serde_json::from_value).collect(),
+        v @ Value::Object(_) => vec![v],
+        Value::Array(items) => items,
         _ => {
             return Err(ApiError::bad_request(
                 "invalid_body",
@@ -187,8 +187,16 @@ where
     };
     let items = items
         .into_iter()
-        .collect::<Result<Vec<EventBody>, _>>()
-        .map_err(|e| ApiError::bad_request("invalid_body", format!("an event: {e}")))?;
+        .map(|item| match item {
+            // serde would read an event from an array too
+            v @ Value::Object(_) => serde_json::from_value::<EventBody>(v)
+                .map_err(|e| ApiError::bad_request("invalid_body", format!("an event: {e}"))),
+            _ => Err(ApiError::bad_request(
+                "invalid_body",
+                "an event must be a JSON object",
+            )),
+        })
+        .collect::<Result<Vec<EventBody>, _>>()?;
     if items.is_empty() || items.len() > MAX_EVENTS {
         return Err(ApiError::bad_request(
             "invalid_body",

@@ -545,3 +545,29 @@ async fn the_spec_is_the_router() {
     let (_, json) = api.get("/openapi.json").await;
     assert_eq!(&json, spec);
 }
+
+/// Found by schemathesis: an explicit null is not an absent field, and serde reads a struct
+/// from an array too; both are refused.
+#[tokio::test]
+async fn nulls_and_arrays_are_not_objects() {
+    let api = api();
+    let id = api.created(json!({"machine": "Order", "id": "o-9"})).await;
+    let bad = StatusCode::BAD_REQUEST;
+    for (uri, body) in [
+        (
+            "/executions".to_string(),
+            r#"{"machine": "Order", "id": null}"#,
+        ),
+        ("/executions".to_string(), r#"["Order"]"#),
+        (format!("/executions/{id}/suspend"), "[]"),
+        (format!("/executions/{id}/cancel"), r#"{"reason": null}"#),
+        (format!("/executions/{id}/events"), "[[]]"),
+        (
+            format!("/executions/{id}/events"),
+            r#"{"kind": "PlaceOrder", "data": null}"#,
+        ),
+    ] {
+        api.refused(Method::POST, &uri, body, bad, "invalid_body")
+            .await;
+    }
+}
