@@ -34,7 +34,9 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     match headers.get(IDEMPOTENCY_KEY) {
         None => Ok(None),
         Some(v) => match v.to_str() {
-            Ok(k) if !k.is_empty() && k.len() <= 255 => Ok(Some(k.to_string())),
+            Ok(k) if !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()) => {
+                Ok(Some(k.to_string()))
+            }
             _ => Err(ApiError::bad_request(
                 "invalid_idempotency_key",
                 "Idempotency-Key must be 1 to 255 visible ASCII characters",

@@ -570,4 +570,11 @@ async fn nulls_and_arrays_are_not_objects() {
         api.refused(Method::POST, &uri, body, bad, "invalid_body")
             .await;
     }
+    // found by schemathesis: a key with a space is not one of the keys the spec allows
+    let key = [("idempotency-key", "two words")];
+    let (status, _) = api
+        .call(Method::POST, "/executions", r#"{"machine": "Order"}"#, &key)
+        .await;
+    assert_eq!(status, bad);
+    assert!(api.queue.is_empty());
 }
