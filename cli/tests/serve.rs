@@ -179,7 +179,10 @@ fn schemathesis_finds_nothing_off_the_spec() {
         .rev()
         .find(|l| l.contains("passed") || l.contains("failed"))
         .unwrap_or("");
-    eprintln!("schemathesis: {}", summary.trim_matches(|c: char| c == '=' || c.is_whitespace()));
+    eprintln!(
+        "schemathesis: {}",
+        summary.trim_matches(|c: char| c == '=' || c.is_whitespace())
+    );
     assert!(
         out.status.success(),
         "schemathesis found problems:\n{report}\n{}",

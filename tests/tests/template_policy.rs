@@ -471,6 +471,60 @@ const SWEEPER: &[(&str, &str, &str)] = &[
     ("SendMessageBatch", "Queue", "Timeout publishes"),
 ];
 
+const API: &[(&str, &str, &str)] = &[
+    (
+        "GetItem",
+        "ExecutionsTable",
+        "load: a create's id, an event's target, show, the control routes",
+    ),
+    ("BatchGetItem", "ExecutionsTable", "a listing page's items"),
+    (
+        "Query",
+        "ExecutionsTable/index/by_status",
+        "GET /executions (by status)",
+    ),
+    (
+        "Query",
+        "ExecutionsTable/index/by_machine_status",
+        "GET /executions?machine=",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "ExecutionsTable",
+        "the control routes' CAS write (regions too)",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "OutboxTable",
+        "a cooperative cancel's Cancel",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "TimersTable",
+        "resume re-arms a ttl",
+    ),
+    (
+        "DeleteItem",
+        "OutboxTable",
+        "the Cancel acknowledged, published",
+    ),
+    (
+        "GetItem",
+        "DefinitionsTable",
+        "the version an execution is pinned to (its events are checked against it)",
+    ),
+    (
+        "Query",
+        "TimersTable",
+        "GET /executions/{id}: the armed timers",
+    ),
+    (
+        "SendMessageBatch",
+        "Queue",
+        "creates, events, a cooperative cancel's Cancel",
+    ),
+];
+
 fn iam_action(op: &str) -> String {
     match op {
         "TransactWriteItems:Put" => "dynamodb:PutItem".into(),
@@ -513,7 +567,9 @@ fn lambda_side(function: &str) -> Vec<(&'static str, String, &'static str)> {
         ("PutTraceSegments", "*".into(), "Tracing: Active"),
         ("PutTelemetryRecords", "*".into(), "Tracing: Active"),
     ];
-    if function != "Worker" {
+    // the worker is fed by its event source, the API by API Gateway: neither is invoked
+    // asynchronously
+    if function != "Worker" && function != "Api" {
         out.push((
             "SendMessage",
             "FailedInvocationsQueue".into(),
@@ -534,7 +590,12 @@ fn needs(table: &[(&str, &str, &str)]) -> BTreeSet<(String, String)> {
 fn each_function_is_granted_exactly_what_its_code_uses() {
     let t = deployed();
     let mut failures = Vec::new();
-    for (function, table) in [("Worker", WORKER), ("Relay", RELAY), ("Sweeper", SWEEPER)] {
+    for (function, table) in [
+        ("Worker", WORKER),
+        ("Relay", RELAY),
+        ("Sweeper", SWEEPER),
+        ("Api", API),
+    ] {
         let granted = grants(&t, function);
         let mut needed = needs(table);
         for (op, resource, _) in lambda_side(function) {
@@ -627,6 +688,9 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
         "functions/worker/src",
         "functions/relay/src",
         "functions/sweeper/src",
+        "functions/api/src",
+        "shared/api/src",
+        "shared/control/src",
     ] {
         sdk_calls(&root().join(dir), &mut found);
     }
@@ -634,6 +698,7 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
         .iter()
         .chain(RELAY)
         .chain(SWEEPER)
+        .chain(API)
         .map(|(op, _, _)| {
             let op = op.split(':').next().unwrap_or(op);
             // CamelCase operation -> the fluent method's snake_case
@@ -835,6 +900,7 @@ fn no_deployed_role_grants_a_wildcard_resource() {
     assert_eq!(
         roles,
         [
+            "ApiRole",
             "ChargeRole",
             "RelayRole",
             "RelayTickRole",
@@ -1060,8 +1126,8 @@ fn names_are_the_stacks_and_data_is_retained() {
     }
     assert_eq!(
         stateful,
-        9 + 3 + 4,
-        "9 tables (harel's 7, idempotency, definitions), 3 queues, 4 log groups (the example action's too)"
+        9 + 3 + 5,
+        "9 tables (harel's 7, idempotency, definitions), 3 queues, 5 log groups (the example action's and the API's too)"
     );
 }
 
@@ -1071,7 +1137,7 @@ fn names_are_the_stacks_and_data_is_retained() {
 fn functions_are_traced_logged_and_their_failures_kept() {
     let t = deployed();
     let r = resources(&t);
-    for function in ["Worker", "Relay", "Sweeper"] {
+    for function in ["Worker", "Relay", "Sweeper", "Api"] {
         let props = &r[function]["Properties"];
         assert_eq!(
             str_of(&props["TracingConfig"]["Mode"]),
@@ -1251,7 +1317,7 @@ fn parameters_are_described_and_reach_the_functions() {
         harel_lambda::metrics::NAMESPACE
     );
     let t = deployed();
-    for function in ["Worker", "Relay", "Sweeper"] {
+    for function in ["Worker", "Relay", "Sweeper", "Api"] {
         let env = &resources(&t)[function]["Properties"]["Environment"]["Variables"];
         for (variable, source) in [
             (
