@@ -1,0 +1,237 @@
+//! What one API request costs in AWS requests, on moto: the api function's router over
+//! DynamoDB and SQS clients that count every request (and the read capacity DynamoDB reports),
+//! beside what the worker then spends on the same create or event. Run by
+//! scripts/bench-api.sh (under scripts/with-moto.sh).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use aws_sdk_dynamodb::config::interceptors::{
+    BeforeDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
+};
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use harel_dynamodb::DynamoDbStore;
+use harel_lambda::Worker;
+use harel_sqs::SqsTransport;
+use harel_testkit::{pump, MotoStack};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// Requests by operation and the read capacity units the answers report, for one client.
+#[derive(Clone, Debug, Default)]
+struct Counter(Arc<Mutex<(BTreeMap<String, usize>, f64)>>);
+
+impl Counter {
+    fn take(&self) -> (BTreeMap<String, usize>, f64) {
+        std::mem::take(&mut *self.0.lock().expect("lock"))
+    }
+}
+
+impl Intercept for Counter {
+    fn name(&self) -> &'static str {
+        "BenchCounter"
+    }
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let headers = context.request().headers();
+        // DynamoDB names its operation in X-Amz-Target; SQS (JSON protocol) too
+        let op = headers
+            .get("x-amz-target")
+            .unwrap_or("unknown")
+            .rsplit('.')
+            .next()
+            .unwrap_or("unknown")
+            .to_string();
+        *self.0.lock().expect("lock").0.entry(op).or_default() += 1;
+        Ok(())
+    }
+    fn read_before_deserialization(
+        &self,
+        context: &BeforeDeserializationInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let Some(bytes) = context.response().body().bytes() else {
+            return Ok(());
+        };
+        let Ok(body) = serde_json::from_slice::<Value>(bytes) else {
+            return Ok(());
+        };
+        let units = |c: &Value| {
+            c["ReadCapacityUnits"]
+                .as_f64()
+                .or(c["CapacityUnits"].as_f64())
+                .unwrap_or(0.0)
+        };
+        let read = match &body["ConsumedCapacity"] {
+            Value::Array(all) => all.iter().map(units).sum(),
+            c @ Value::Object(_) => units(c),
+            _ => 0.0,
+        };
+        self.0.lock().expect("lock").1 += read;
+        Ok(())
+    }
+}
+
+fn counted(stack: &MotoStack) -> (DynamoDbStore, SqsTransport, Counter) {
+    let counter = Counter::default();
+    let ddb = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&stack.sdk)
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let sqs = aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(&stack.sdk)
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let store = DynamoDbStore::new(ddb, &stack.prefix).expect("prefix");
+    (
+        store,
+        SqsTransport::new(sqs, &stack.queue).with_dead_letter_queue(&stack.dlq),
+        counter,
+    )
+}
+
+async fn call(router: &harel_api::axum::Router, method: &str, uri: &str, body: &str) -> Value {
+    let request = harel_api::axum::http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .body(harel_api::axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert!(
+        response.status().is_success(),
+        "{method} {uri}: {}",
+        response.status()
+    );
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+struct Row {
+    what: &'static str,
+    api: (BTreeMap<String, usize>, f64),
+    worker: Option<(BTreeMap<String, usize>, f64)>,
+}
+
+fn per(n: usize, (ops, units): &(BTreeMap<String, usize>, f64)) -> String {
+    let total: usize = ops.values().sum();
+    let detail: Vec<String> = ops
+        .iter()
+        .map(|(op, c)| format!("{op} {:.1}", *c as f64 / n as f64))
+        .collect();
+    format!(
+        "{:>5.1} req {:>5.2} RCU  ({})",
+        total as f64 / n as f64,
+        units / n as f64,
+        detail.join(", ")
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(20);
+    let stack = MotoStack::new("bapi").await;
+    let (store, transport, api_counter) = counted(&stack);
+    let driver = harel_app::aws::driver().expect("the app's machines");
+    let router = harel_api::router(Arc::new(harel_api::Backend::new(store, transport, driver)));
+    let (wstore, wtransport, worker_counter) = counted(&stack);
+    let worker = Arc::new(Worker::new(
+        wstore,
+        wtransport,
+        harel_app::aws::driver().expect("the app's machines"),
+        None::<harel_idempotency::Idempotency<harel_idempotency::MemoryClient>>,
+        stack.config(&[]),
+    ));
+    let source = stack.source();
+    let mut rows = Vec::new();
+
+    for i in 0..n {
+        call(
+            &router,
+            "POST",
+            "/executions",
+            &format!(r#"{{"machine": "Order", "id": "b-{i}"}}"#),
+        )
+        .await;
+    }
+    let api = api_counter.take();
+    pump(&source, &worker).await;
+    rows.push(Row {
+        what: "create",
+        api,
+        worker: Some(worker_counter.take()),
+    });
+
+    for i in 0..n {
+        call(
+            &router,
+            "POST",
+            &format!("/executions/b-{i}/events"),
+            r#"{"kind": "PlaceOrder"}"#,
+        )
+        .await;
+    }
+    let api = api_counter.take();
+    pump(&source, &worker).await;
+    rows.push(Row {
+        what: "send (1 event)",
+        api,
+        worker: Some(worker_counter.take()),
+    });
+
+    for i in 0..n {
+        call(&router, "GET", &format!("/executions/b-{i}"), "").await;
+    }
+    rows.push(Row {
+        what: "show",
+        api: api_counter.take(),
+        worker: None,
+    });
+    for _ in 0..n {
+        call(
+            &router,
+            "GET",
+            "/executions?machine=Order&status=RUNNING&limit=10",
+            "",
+        )
+        .await;
+    }
+    rows.push(Row {
+        what: "list (page of 10)",
+        api: api_counter.take(),
+        worker: None,
+    });
+    for i in 0..n {
+        call(&router, "POST", &format!("/executions/b-{i}/suspend"), "").await;
+    }
+    rows.push(Row {
+        what: "suspend",
+        api: api_counter.take(),
+        worker: None,
+    });
+
+    println!("AWS requests (and DynamoDB read capacity units reported) per API request, mean of {n}, on moto");
+    println!(
+        "{:<18} {:<58} worker, for the same message",
+        "request", "api function"
+    );
+    for row in &rows {
+        let worker = row
+            .worker
+            .as_ref()
+            .map(|w| per(n, w))
+            .unwrap_or_else(|| "-".into());
+        println!("{:<18} {:<58} {}", row.what, per(n, &row.api), worker);
+    }
+}
