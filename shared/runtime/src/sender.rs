@@ -115,8 +115,8 @@ mod tests {
         let sender = Sender::new(MemoryTransport::new());
         let a = Event::new("A");
         let b = Event::new("B");
-        sender.send("x", &[a.clone(), b.clone()]).await.unwrap();
-        sender.send("x", &[a.clone()]).await.unwrap();
+        sender.send("x", &[a.clone(), b]).await.unwrap();
+        sender.send("x", std::slice::from_ref(&a)).await.unwrap();
         let kinds: Vec<_> = sender
             .transport()
             .take_all()
