@@ -40,6 +40,12 @@ pub struct BusEvent {
     /// Epoch seconds of the commit.
     pub time: f64,
     pub execution_id: String,
+    /// The execution's version its commit wrote, and the event's place in that commit: the
+    /// order of one execution's events.
+    #[serde(default)]
+    pub sequence: u64,
+    #[serde(default)]
+    pub index: usize,
     /// Failed attempts to put it so far (the publisher dead-letters it past its limit).
     #[serde(default)]
     pub attempts: u32,
@@ -135,14 +141,21 @@ impl EventsConfig {
                 "time": time,
                 "event_id": id,
             });
-            rows.push(self.row(exe, id, STATUS_CHANGE, detail, time));
+            rows.push(self.row(exe, id, STATUS_CHANGE, detail, time, 0));
         }
         for (i, event) in domain.iter().enumerate() {
             let id = event_id(exe, version, i + 1);
             let mut detail = event.detail.clone();
             detail.insert("execution_id".into(), exe.id.as_str().into());
             detail.insert("event_id".into(), id.clone().into());
-            rows.push(self.row(exe, id, &event.detail_type, Value::Object(detail), time));
+            rows.push(self.row(
+                exe,
+                id,
+                &event.detail_type,
+                Value::Object(detail),
+                time,
+                i + 1,
+            ));
         }
         rows
     }
@@ -154,6 +167,7 @@ impl EventsConfig {
         detail_type: &str,
         detail: Value,
         time: f64,
+        index: usize,
     ) -> BusEvent {
         let Value::Object(detail) = detail else {
             unreachable!("details are built as objects")
@@ -165,6 +179,8 @@ impl EventsConfig {
             detail,
             time,
             execution_id: exe.id.to_string(),
+            sequence: exe.version + 1,
+            index,
             attempts: 0,
         }
     }
