@@ -21,6 +21,8 @@ pub enum BootError {
     Machine(#[from] machines::MachineError),
     #[error("actions named by the machines but bound nowhere (no Rust action, no entry in the action map): {0}")]
     Unbound(String),
+    #[error("actions bound with inputs they refuse: {0}")]
+    ActionInputs(String),
     #[error(transparent)]
     ActionMap(#[from] harel_remote::MapError),
     #[error("remote actions: {0}")]
@@ -175,6 +177,11 @@ fn checked(driver: AppDriver) -> Result<AppDriver, BootError> {
     if !unbound.is_empty() {
         let list: Vec<String> = unbound.iter().map(|(m, a)| format!("{m}: {a}")).collect();
         return Err(BootError::Unbound(list.join(", ")));
+    }
+    let refused = driver.invalid_action_inputs();
+    if !refused.is_empty() {
+        let list: Vec<String> = refused.iter().map(|(m, p)| format!("{m}: {p}")).collect();
+        return Err(BootError::ActionInputs(list.join("; ")));
     }
     Ok(driver)
 }
