@@ -233,6 +233,15 @@ fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
                         Some((arn, index)) => (arn, Some(index)),
                         None => (r.as_str(), None),
                     };
+                    // the bus named by EventBusName, and no other, granted as "EventBus"
+                    if index.is_none() && r.contains(":event-bus/") {
+                        assert!(
+                            r.ends_with(":event-bus/${EventBusName}"),
+                            "{function}: {r:?} is not the EventBusName bus"
+                        );
+                        out.insert((action.clone(), "EventBus".to_string()));
+                        continue;
+                    }
                     // a list parameter of ARNs (RemoteActionFunctions), granted as its name
                     if index.is_none() && is_arn_list_parameter(t, arn) {
                         out.insert((action.clone(), arn.to_string()));
@@ -287,6 +296,11 @@ const WORKER: &[(&str, &str, &str)] = &[
         "commit: the CAS write",
     ),
     ("TransactWriteItems:Put", "OutboxTable", "commit: emits"),
+    (
+        "TransactWriteItems:Put",
+        "EventsTable",
+        "commit: a status change's event, harel.lib.publish's",
+    ),
     (
         "TransactWriteItems:Put",
         "SpawnsTable",
@@ -390,6 +404,20 @@ const RELAY: &[(&str, &str, &str)] = &[
         "a child's start: its machine version, kept with the first execution using it",
     ),
     ("Scan", "OutboxTable", "pending_outbox"),
+    ("Scan", "EventsTable", "pending_published"),
+    ("DeleteItem", "EventsTable", "ack_published: put or dead-lettered"),
+    ("UpdateItem", "EventsTable", "retry_published: a failed put counted"),
+    (
+        "TransactWriteItems:Put",
+        "EventsTable",
+        "a child's start: its status change",
+    ),
+    ("PutEvents", "EventBus", "publish_events: 10 entries a request"),
+    (
+        "SendMessage",
+        "EventsDeadLetterQueue",
+        "events that cannot be put, with the reason",
+    ),
     ("Scan", "SpawnsTable", "pending_spawns"),
     ("GetItem", "ExecutionsTable", "a child exists? its parent"),
     (
@@ -480,6 +508,7 @@ fn iam_action(op: &str) -> String {
         "Invoke" => "lambda:InvokeFunction".into(),
         "GetParameter" => "ssm:GetParameter".into(),
         "GetSecretValue" => "secretsmanager:GetSecretValue".into(),
+        "PutEvents" => "events:PutEvents".into(),
         "CreateLogStream" | "PutLogEvents" => format!("logs:{op}"),
         "PutTraceSegments" | "PutTelemetryRecords" => format!("xray:{op}"),
         op if matches!(
@@ -588,6 +617,7 @@ fn sdk_calls(dir: &Path, found: &mut BTreeMap<String, BTreeSet<String>>) {
         "update_table",
         "get_parameter",
         "get_secret_value",
+        "put_events",
     ];
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
