@@ -148,6 +148,7 @@ impl EventsConfig {
             let mut detail = event.detail.clone();
             detail.insert("execution_id".into(), exe.id.as_str().into());
             detail.insert("event_id".into(), id.clone().into());
+            detail.insert("sequence".into(), version.into());
             rows.push(self.row(
                 exe,
                 id,
