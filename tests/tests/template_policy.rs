@@ -405,14 +405,26 @@ const RELAY: &[(&str, &str, &str)] = &[
     ),
     ("Scan", "OutboxTable", "pending_outbox"),
     ("Scan", "EventsTable", "pending_published"),
-    ("DeleteItem", "EventsTable", "ack_published: put or dead-lettered"),
-    ("UpdateItem", "EventsTable", "retry_published: a failed put counted"),
+    (
+        "DeleteItem",
+        "EventsTable",
+        "ack_published: put or dead-lettered",
+    ),
+    (
+        "UpdateItem",
+        "EventsTable",
+        "retry_published: a failed put counted",
+    ),
     (
         "TransactWriteItems:Put",
         "EventsTable",
         "a child's start: its status change",
     ),
-    ("PutEvents", "EventBus", "publish_events: 10 entries a request"),
+    (
+        "PutEvents",
+        "EventBus",
+        "publish_events: 10 entries a request",
+    ),
     (
         "SendMessage",
         "EventsDeadLetterQueue",
@@ -1090,8 +1102,8 @@ fn names_are_the_stacks_and_data_is_retained() {
     }
     assert_eq!(
         stateful,
-        9 + 3 + 4,
-        "9 tables (harel's 7, idempotency, definitions), 3 queues, 4 log groups (the example action's too)"
+        10 + 5 + 4,
+        "10 tables (harel's 7, idempotency, definitions, events), 5 queues (the events' dead letters, the failed-executions example's), 4 log groups (the example action's too)"
     );
 }
 
@@ -1152,10 +1164,22 @@ fn functions_are_traced_logged_and_their_failures_kept() {
             "rate(1 minute)"
         );
     }
-    assert!(
-        !r.values().any(|v| v["Type"] == "AWS::Events::Rule"),
-        "the schedules are EventBridge Scheduler's, not rules"
-    );
+    // the schedules are EventBridge Scheduler's, not rules: the only rule is the consumers'
+    // example on the events bus (docs/events.md), which targets its queue, never a function
+    for (id, rule) in r.iter().filter(|(_, v)| v["Type"] == "AWS::Events::Rule") {
+        assert_eq!(
+            rule.get("Condition").map(str_of).as_deref(),
+            Some("HasFailedExecutionsQueue"),
+            "the schedules are EventBridge Scheduler's, not rules: {id:?}"
+        );
+        for target in list(rule["Properties"].get("Targets")) {
+            assert_eq!(
+                resource_ref(&target["Arn"]),
+                "FailedExecutionsTarget.Arn",
+                "{id:?}"
+            );
+        }
+    }
     for queue in ["Queue", "DeadLetterQueue"] {
         let props = &r[queue]["Properties"];
         assert_eq!(str_of(&props["FifoQueue"]), "true");
@@ -1233,6 +1257,11 @@ fn alarms_watch_what_can_go_wrong_and_notify_the_topic() {
             "AWS/SQS".to_string(),
             "ApproximateNumberOfMessagesVisible".to_string(),
             d(&[("QueueName", "FailedInvocationsQueue.QueueName")]),
+        ),
+        (
+            "AWS/SQS".to_string(),
+            "ApproximateNumberOfMessagesVisible".to_string(),
+            d(&[("QueueName", "EventsDeadLetterQueue.QueueName")]),
         ),
     ]);
     for function in ["Worker", "Relay", "Sweeper"] {
@@ -1472,4 +1501,47 @@ fn the_example_action_function_has_only_logs() {
         workspace.contains("\"functions/charge\""),
         "a workspace member"
     );
+}
+
+/// The consumers' example (docs/events.md): the rule matches what the store writes (its
+/// detail-type, status FAILED, the configured source) on the bus the relay puts to, and only
+/// that rule may send to its queue.
+#[test]
+fn the_failed_executions_example_matches_the_events_it_takes() {
+    let t = template();
+    let r = resources(&t);
+    let props = &r["FailedExecutionsRule"]["Properties"];
+    assert_eq!(resource_ref(&props["EventBusName"]), "EventBusName");
+    let pattern = &props["EventPattern"];
+    assert_eq!(
+        list(pattern.get("detail-type"))
+            .iter()
+            .map(str_of)
+            .collect::<Vec<_>>(),
+        vec![harel_store::events::STATUS_CHANGE.to_string()]
+    );
+    assert_eq!(
+        list(pattern["detail"].get("status"))
+            .iter()
+            .map(str_of)
+            .collect::<Vec<_>>(),
+        vec!["FAILED".to_string()]
+    );
+    assert_eq!(
+        list(pattern.get("source"))
+            .iter()
+            .map(resource_ref)
+            .collect::<Vec<_>>(),
+        vec!["EventSource".to_string()]
+    );
+    let statement =
+        &list(r["FailedExecutionsTargetPolicy"]["Properties"]["PolicyDocument"].get("Statement"))
+            [0];
+    assert_eq!(
+        resource_ref(&statement["Condition"]["ArnEquals"]["aws:SourceArn"]),
+        "FailedExecutionsRule.Arn"
+    );
+    let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+    assert_eq!(resource_ref(&env[harel_stack::EVENT_BUS]), "EventBusName");
+    assert_eq!(resource_ref(&env[harel_stack::EVENT_SOURCE]), "EventSource");
 }
