@@ -233,6 +233,15 @@ fn grants(t: &Value, function: &str) -> BTreeSet<(String, String)> {
                         Some((arn, index)) => (arn, Some(index)),
                         None => (r.as_str(), None),
                     };
+                    // the bus named by EventBusName, and no other, granted as "EventBus"
+                    if index.is_none() && r.contains(":event-bus/") {
+                        assert!(
+                            r.ends_with(":event-bus/${EventBusName}"),
+                            "{function}: {r:?} is not the EventBusName bus"
+                        );
+                        out.insert((action.clone(), "EventBus".to_string()));
+                        continue;
+                    }
                     // a list parameter of ARNs (RemoteActionFunctions), granted as its name
                     if index.is_none() && is_arn_list_parameter(t, arn) {
                         out.insert((action.clone(), arn.to_string()));
@@ -287,6 +296,11 @@ const WORKER: &[(&str, &str, &str)] = &[
         "commit: the CAS write",
     ),
     ("TransactWriteItems:Put", "OutboxTable", "commit: emits"),
+    (
+        "TransactWriteItems:Put",
+        "EventsTable",
+        "commit: a status change's event, harel.lib.publish's",
+    ),
     (
         "TransactWriteItems:Put",
         "SpawnsTable",
@@ -390,6 +404,32 @@ const RELAY: &[(&str, &str, &str)] = &[
         "a child's start: its machine version, kept with the first execution using it",
     ),
     ("Scan", "OutboxTable", "pending_outbox"),
+    ("Scan", "EventsTable", "pending_published"),
+    (
+        "DeleteItem",
+        "EventsTable",
+        "ack_published: put or dead-lettered",
+    ),
+    (
+        "UpdateItem",
+        "EventsTable",
+        "retry_published: a failed put counted",
+    ),
+    (
+        "TransactWriteItems:Put",
+        "EventsTable",
+        "a child's start: its status change",
+    ),
+    (
+        "PutEvents",
+        "EventBus",
+        "publish_events: 10 entries a request",
+    ),
+    (
+        "SendMessage",
+        "EventsDeadLetterQueue",
+        "events that cannot be put, with the reason",
+    ),
     ("Scan", "SpawnsTable", "pending_spawns"),
     ("GetItem", "ExecutionsTable", "a child exists? its parent"),
     (
@@ -534,6 +574,7 @@ fn iam_action(op: &str) -> String {
         "Invoke" => "lambda:InvokeFunction".into(),
         "GetParameter" => "ssm:GetParameter".into(),
         "GetSecretValue" => "secretsmanager:GetSecretValue".into(),
+        "PutEvents" => "events:PutEvents".into(),
         "CreateLogStream" | "PutLogEvents" => format!("logs:{op}"),
         "PutTraceSegments" | "PutTelemetryRecords" => format!("xray:{op}"),
         op if matches!(
@@ -649,6 +690,7 @@ fn sdk_calls(dir: &Path, found: &mut BTreeMap<String, BTreeSet<String>>) {
         "update_table",
         "get_parameter",
         "get_secret_value",
+        "put_events",
     ];
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -1126,8 +1168,8 @@ fn names_are_the_stacks_and_data_is_retained() {
     }
     assert_eq!(
         stateful,
-        9 + 3 + 5,
-        "9 tables (harel's 7, idempotency, definitions), 3 queues, 5 log groups (the example action's and the API's too)"
+        10 + 5 + 5,
+        "10 tables (harel's 7, idempotency, definitions, events), 5 queues (the events' dead letters, the failed-executions example's), 5 log groups (the example action's and the API's too)"
     );
 }
 
@@ -1188,10 +1230,22 @@ fn functions_are_traced_logged_and_their_failures_kept() {
             "rate(1 minute)"
         );
     }
-    assert!(
-        !r.values().any(|v| v["Type"] == "AWS::Events::Rule"),
-        "the schedules are EventBridge Scheduler's, not rules"
-    );
+    // the schedules are EventBridge Scheduler's, not rules: the only rule is the consumers'
+    // example on the events bus (docs/events.md), which targets its queue, never a function
+    for (id, rule) in r.iter().filter(|(_, v)| v["Type"] == "AWS::Events::Rule") {
+        assert_eq!(
+            rule.get("Condition").map(str_of).as_deref(),
+            Some("HasFailedExecutionsQueue"),
+            "the schedules are EventBridge Scheduler's, not rules: {id:?}"
+        );
+        for target in list(rule["Properties"].get("Targets")) {
+            assert_eq!(
+                resource_ref(&target["Arn"]),
+                "FailedExecutionsTarget.Arn",
+                "{id:?}"
+            );
+        }
+    }
     for queue in ["Queue", "DeadLetterQueue"] {
         let props = &r[queue]["Properties"];
         assert_eq!(str_of(&props["FifoQueue"]), "true");
@@ -1269,6 +1323,11 @@ fn alarms_watch_what_can_go_wrong_and_notify_the_topic() {
             "AWS/SQS".to_string(),
             "ApproximateNumberOfMessagesVisible".to_string(),
             d(&[("QueueName", "FailedInvocationsQueue.QueueName")]),
+        ),
+        (
+            "AWS/SQS".to_string(),
+            "ApproximateNumberOfMessagesVisible".to_string(),
+            d(&[("QueueName", "EventsDeadLetterQueue.QueueName")]),
         ),
     ]);
     for function in ["Worker", "Relay", "Sweeper"] {
@@ -1508,4 +1567,47 @@ fn the_example_action_function_has_only_logs() {
         workspace.contains("\"functions/charge\""),
         "a workspace member"
     );
+}
+
+/// The consumers' example (docs/events.md): the rule matches what the store writes (its
+/// detail-type, status FAILED, the configured source) on the bus the relay puts to, and only
+/// that rule may send to its queue.
+#[test]
+fn the_failed_executions_example_matches_the_events_it_takes() {
+    let t = template();
+    let r = resources(&t);
+    let props = &r["FailedExecutionsRule"]["Properties"];
+    assert_eq!(resource_ref(&props["EventBusName"]), "EventBusName");
+    let pattern = &props["EventPattern"];
+    assert_eq!(
+        list(pattern.get("detail-type"))
+            .iter()
+            .map(str_of)
+            .collect::<Vec<_>>(),
+        vec![harel_store::events::STATUS_CHANGE.to_string()]
+    );
+    assert_eq!(
+        list(pattern["detail"].get("status"))
+            .iter()
+            .map(str_of)
+            .collect::<Vec<_>>(),
+        vec!["FAILED".to_string()]
+    );
+    assert_eq!(
+        list(pattern.get("source"))
+            .iter()
+            .map(resource_ref)
+            .collect::<Vec<_>>(),
+        vec!["EventSource".to_string()]
+    );
+    let statement =
+        &list(r["FailedExecutionsTargetPolicy"]["Properties"]["PolicyDocument"].get("Statement"))
+            [0];
+    assert_eq!(
+        resource_ref(&statement["Condition"]["ArnEquals"]["aws:SourceArn"]),
+        "FailedExecutionsRule.Arn"
+    );
+    let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+    assert_eq!(resource_ref(&env[harel_stack::EVENT_BUS]), "EventBusName");
+    assert_eq!(resource_ref(&env[harel_stack::EVENT_SOURCE]), "EventSource");
 }

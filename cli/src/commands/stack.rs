@@ -66,6 +66,8 @@ impl StackArgs {
         }
         let mut prefix = self.table_prefix.clone();
         let mut queue_url = self.queue_url.clone();
+        // the control plane's status changes are announced as the functions' are
+        let mut bus = env(harel_stack::EVENT_BUS);
         let mut retention = self
             .retention_days
             .as_ref()
@@ -79,6 +81,7 @@ impl StackArgs {
                     .map(|(_, v)| v.clone())
             };
             prefix = prefix.or_else(|| output("TablePrefix"));
+            bus = output("EventBus").or(bus);
             queue_url = queue_url.or_else(|| output("QueueUrl"));
             retention = retention.or_else(|| {
                 output("RetentionDays").map(|v| ("the stack's RetentionDays output", v))
@@ -100,12 +103,53 @@ impl StackArgs {
         let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
             .with_context(|| format!("table prefix {prefix:?}"))?
             .with_retention(retention);
+        let store = match bus.filter(|b| !b.trim().is_empty()) {
+            Some(_) => store.with_events(events_config()?),
+            None => store,
+        };
         Ok(Stack {
             sdk,
             store,
             queue_url,
         })
     }
+}
+
+/// Which events the CLI's commits write: the functions' variables (HAREL_EVENT_SOURCE,
+/// HAREL_EVENT_STATUSES, HAREL_EVENT_MACHINES), their defaults when unset.
+fn events_config() -> anyhow::Result<harel_store::EventsConfig> {
+    let list = |name: &str| {
+        env(name).map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+        })
+    };
+    let statuses = match list(harel_stack::EVENT_STATUSES) {
+        None => None,
+        Some(names) => Some(
+            names
+                .iter()
+                .map(|n| {
+                    serde_json::from_value(serde_json::Value::String(n.to_uppercase())).map_err(
+                        |_| {
+                            exit::usage(format_args!(
+                                "{}: {n:?} is not a status",
+                                harel_stack::EVENT_STATUSES
+                            ))
+                        },
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    Ok(harel_store::EventsConfig {
+        source: env(harel_stack::EVENT_SOURCE)
+            .unwrap_or_else(|| harel_store::events::DEFAULT_SOURCE.to_string()),
+        statuses,
+        machines: list(harel_stack::EVENT_MACHINES),
+    })
 }
 
 async fn stack_outputs(sdk: &SdkConfig, name: &str) -> anyhow::Result<Vec<(String, String)>> {

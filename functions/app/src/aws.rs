@@ -21,6 +21,8 @@ pub enum BootError {
     Machine(#[from] machines::MachineError),
     #[error("actions named by the machines but bound nowhere (no Rust action, no entry in the action map): {0}")]
     Unbound(String),
+    #[error("actions bound with inputs they refuse: {0}")]
+    ActionInputs(String),
     #[error(transparent)]
     ActionMap(#[from] harel_remote::MapError),
     #[error("remote actions: {0}")]
@@ -56,6 +58,8 @@ pub struct Booted {
     pub waker: Option<Arc<dyn Waker>>,
     /// The remote actions' clients (their call counts), when the action map binds any.
     pub remote: Option<harel_remote::Clients>,
+    /// The relay's bus, when events are on (`HAREL_EVENT_BUS`).
+    pub bus: Option<harel_lambda::eventbridge::EventBridgeBus>,
 }
 
 impl Booted {
@@ -176,6 +180,11 @@ fn checked(driver: AppDriver) -> Result<AppDriver, BootError> {
         let list: Vec<String> = unbound.iter().map(|(m, a)| format!("{m}: {a}")).collect();
         return Err(BootError::Unbound(list.join(", ")));
     }
+    let refused = driver.invalid_action_inputs();
+    if !refused.is_empty() {
+        let list: Vec<String> = refused.iter().map(|(m, p)| format!("{m}: {p}")).collect();
+        return Err(BootError::ActionInputs(list.join("; ")));
+    }
     Ok(driver)
 }
 
@@ -224,14 +233,31 @@ pub async fn boot_with(
         sqs_conf = sqs_conf.interceptor(x.clone());
     }
     let dynamodb = aws_sdk_dynamodb::Client::from_conf(dynamodb_conf.build());
-    let store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)?
+    let mut store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)?
         .with_trace_max(config.trace_max)
         .with_retention(config.retention)
         .with_due_shards(config.timer_shards)?;
-    let mut transport = SqsTransport::new(
-        aws_sdk_sqs::Client::from_conf(sqs_conf.build()),
-        config.queue_url.clone(),
-    );
+    // every writer writes the events of its commits; only the relay puts them
+    if let Some(events) = &config.events {
+        store = store.with_events(events.store.clone());
+    }
+    let sqs = aws_sdk_sqs::Client::from_conf(sqs_conf.build());
+    let bus = match &config.events {
+        Some(events) if role == Role::Relay => {
+            let mut conf = aws_sdk_eventbridge::config::Builder::from(sdk);
+            if let Some(x) = &xray {
+                conf = conf.interceptor(x.clone());
+            }
+            Some(harel_lambda::eventbridge::EventBridgeBus::new(
+                aws_sdk_eventbridge::Client::from_conf(conf.build()),
+                events.bus.clone(),
+                sqs.clone(),
+                events.dlq_url.clone().unwrap_or_default(),
+            ))
+        }
+        _ => None,
+    };
+    let mut transport = SqsTransport::new(sqs, config.queue_url.clone());
     if let Some(dlq) = &config.dlq_url {
         transport = transport.with_dead_letter_queue(dlq.clone());
     }
@@ -259,6 +285,7 @@ pub async fn boot_with(
         idempotency,
         waker,
         remote,
+        bus,
     })
 }
 

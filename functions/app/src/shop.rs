@@ -248,7 +248,9 @@ mod tests {
         context: Value,
     ) -> Result<Object, ActionError> {
         let mut context = context.as_object().cloned().expect("an object");
+        let mut published = Vec::new();
         let mut ctx = ActionContext {
+            published: &mut published,
             context: &mut context,
             idempotency_key: "k",
             execution_id: id,
@@ -297,7 +299,9 @@ mod tests {
             .as_object()
             .cloned()
             .expect("object");
+        let mut published = Vec::new();
         let mut ctx = ActionContext {
+            published: &mut published,
             context: &mut context,
             idempotency_key: "k",
             execution_id: "o",

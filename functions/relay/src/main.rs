@@ -31,6 +31,11 @@ async fn main() -> Result<(), Error> {
             harel_app::set_invocation_deadline(event.context.deadline);
             let deadline = b.work_deadline(event.context.deadline);
             let report = relay(&b.store, &b.transport, &b.driver, deadline).await?;
+            // the events last: a child created above has its own status change to put
+            let events = match &b.bus {
+                Some(bus) => harel_lambda::relay::publish_events(&b.store, bus, deadline).await?,
+                None => Default::default(),
+            };
             let mut metrics = relay_metrics(&report, now_ms())
                 .with_settings(&metrics)
                 .with_cold_start(cold_start);
@@ -43,7 +48,10 @@ async fn main() -> Result<(), Error> {
                 "children_created": report.delivered.children_created,
                 "acked_outbox": report.delivered.acked_outbox,
                 "acked_spawns": report.delivered.acked_spawns,
-                "out_of_time": report.out_of_time,
+                "out_of_time": report.out_of_time || events.out_of_time,
+                "events_put": events.put,
+                "events_dead_lettered": events.dead_lettered,
+                "events_deferred": events.deferred,
             }))
         }
         .instrument(span)

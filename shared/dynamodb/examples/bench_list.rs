@@ -52,6 +52,7 @@ async fn seed(store: &DynamoDbStore, from: usize, to: usize) {
                 trace_max: 0,
                 retention: Retention { secs: 0, now: 0.0 },
                 due_shards: store.due_shards(),
+                published: &[],
             })
             .expect("a plan");
             let item = p.items[0]

@@ -70,6 +70,8 @@ pub struct Inputs<'a> {
     pub due_shards: u32,
     /// How long finished work is kept (zero: forever), and the commit's wall-clock time.
     pub retention: Retention,
+    /// The events for the bus this commit writes (`harel_store::events`).
+    pub published: &'a [harel_store::BusEvent],
 }
 
 /// SQS keeps a message at most 14 days: past that no redelivery can need its dedupe mark.
@@ -150,6 +152,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         trace_max,
         retention,
         due_shards,
+        published,
     } = input;
     let old = exe.version;
     let mut bumped = exe.clone();
@@ -347,6 +350,27 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         }
     }
 
+    // the events for the bus, each its own row keyed by its deterministic id: a put, not a
+    // guarded one, so the same commit laid out again writes the same rows
+    for event in published {
+        let mut item = Item::new();
+        item.insert("event_id".into(), s(event.event_id.as_str()));
+        item.insert("execution_id".into(), s(event.execution_id.as_str()));
+        item.insert(
+            "entry".into(),
+            s(serde_json::to_string(event).map_err(|e| {
+                StoreError::other(format!("event {} of {:?}: {e}", event.event_id, exe.id))
+            })?),
+        );
+        let size = item_size(&item);
+        puts.push((
+            TransactWriteItem::builder()
+                .put(put(tables.events(), item))
+                .build(),
+            size,
+        ));
+    }
+
     if puts.len() > MAX_TRANSACTION_ITEMS {
         return Err(too_large(format!(
             "the commit of execution {:?} needs {} transaction items, above DynamoDB's {MAX_TRANSACTION_ITEMS}",
@@ -458,6 +482,7 @@ pub fn request_token(
     }
     digest.update(bumped.to_json().as_bytes());
     digest.update(format!("{:?}", commit.timers).as_bytes());
+    digest.update(format!("{:?}", commit.published).as_bytes());
     // "harel-" and 120 bits: DynamoDB's 36 characters
     let hex: String = digest
         .finalize()

@@ -27,8 +27,8 @@ use aws_sdk_dynamodb::Client;
 use futures_util::future::join_all;
 use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr};
 use harel_store::{
-    Commit, DefinitionDoc, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry,
-    StoreError, StoreResult, DEFAULT_TRACE_MAX,
+    BusEvent, Commit, DefinitionDoc, DueTimer, EventsConfig, ExecutionStore, ListQuery,
+    OutboxEntry, SpawnEntry, StoreError, StoreResult, DEFAULT_TRACE_MAX,
 };
 
 use codec::{get_f64, get_opt_s, get_s, get_u64, n_int, py_decimal_str, s, Item};
@@ -99,6 +99,8 @@ pub struct DynamoDbStore {
     scan_progress: Option<Arc<ScanProgress>>,
     /// Shards of the timers' `by_due` index: the same on every writer and sweeper.
     due_shards: u32,
+    /// The events for the bus its commits write (None: none).
+    events: Option<EventsConfig>,
 }
 
 impl DynamoDbStore {
@@ -115,7 +117,15 @@ impl DynamoDbStore {
             retention_secs: 0,
             scan_progress: None,
             due_shards: timers::DEFAULT_DUE_SHARDS,
+            events: None,
         })
+    }
+
+    /// Write events for the bus with the commits ([`harel_store::events`]) in the `events`
+    /// table, for a publisher to put.
+    pub fn with_events(mut self, events: EventsConfig) -> Self {
+        self.events = Some(events);
+        self
     }
 
     /// Keep finished work this long, then let DynamoDB's TTL remove it (zero, the default:
@@ -399,6 +409,10 @@ impl DynamoDbStore {
         keep: Option<&DefinitionDoc>,
     ) -> StoreResult<Vec<u64>> {
         let mut known_trace_max = self.known_trace_max(&exe.id, exe.version);
+        let published = match &self.events {
+            Some(events) => events.rows(exe, &commit.published),
+            None => Vec::new(),
+        };
         for _ in 0..COLLISION_ATTEMPTS {
             let outbox_base = self.seq_block("outbox", commit.emits.len()).await?;
             let spawn_base = self.seq_block("spawn", commit.spawns.len()).await?;
@@ -415,6 +429,7 @@ impl DynamoDbStore {
                 trace_max: self.trace_max,
                 retention: self.retention_now(),
                 due_shards: self.due_shards,
+                published: &published,
             })?;
             if let Some(doc) = keep {
                 commit::keep_definition(&mut plan, &self.tables, doc)?;
@@ -426,6 +441,7 @@ impl DynamoDbStore {
             match commit::send_outcome(&plan, result) {
                 Outcome::Committed => {
                     exe.version += 1;
+                    exe.stored_status = harel_model::StoredStatus(Some(exe.status));
                     match plan.trace_idx {
                         Some(idx) => self.remember_trace(&exe.id, exe.version, Some(idx)),
                         None if known_trace_max == Some(None) => {
@@ -831,6 +847,60 @@ impl ExecutionStore for DynamoDbStore {
             .await
             .map_err(|e| errors::classify("DeleteItem", e))?;
         Ok(())
+    }
+
+    async fn pending_published(&self) -> StoreResult<Vec<BusEvent>> {
+        let table = self.tables.events();
+        let rows = self.scan_all(&table, |r| r.consistent_read(true)).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for item in &rows {
+            let corrupt = |e| errors::corrupt(&table, e);
+            let text = get_s(item, "entry").map_err(corrupt)?;
+            let mut event: BusEvent = serde_json::from_str(text)
+                .map_err(|e| StoreError::Corrupt(format!("{table}: event entry: {e}")))?;
+            if let Some(attempts) = item.get("attempts").and_then(|a| a.as_n().ok()) {
+                event.attempts = attempts.parse().unwrap_or(event.attempts);
+            }
+            out.push(event);
+        }
+        // oldest first; within one commit, in the order it wrote them
+        out.sort_by(|a, b| {
+            a.time
+                .total_cmp(&b.time)
+                .then_with(|| a.execution_id.cmp(&b.execution_id))
+                .then_with(|| (a.sequence, a.index).cmp(&(b.sequence, b.index)))
+        });
+        Ok(out)
+    }
+
+    async fn ack_published(&self, event_id: &str) -> StoreResult<()> {
+        self.client
+            .delete_item()
+            .table_name(self.tables.events())
+            .key("event_id", s(event_id))
+            .send()
+            .await
+            .map_err(|e| errors::classify("DeleteItem", e))?;
+        Ok(())
+    }
+
+    async fn retry_published(&self, event_id: &str, attempts: u32) -> StoreResult<()> {
+        // only while the row is there: an event acknowledged meanwhile stays gone
+        let result = self
+            .client
+            .update_item()
+            .table_name(self.tables.events())
+            .key("event_id", s(event_id))
+            .update_expression("SET attempts = :a")
+            .condition_expression("attribute_exists(event_id)")
+            .expression_attribute_values(":a", n_int(attempts as u64))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(()),
+            Err(e) => Err(errors::classify("UpdateItem", e)),
+        }
     }
 
     async fn pending_spawns(&self) -> StoreResult<Vec<SpawnEntry>> {

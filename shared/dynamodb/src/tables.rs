@@ -146,7 +146,9 @@ pub struct Tables {
 /// (table suffix, [(key attribute, type)]): HASH then RANGE, as harel declares them.
 /// Beside harel's seven, `definitions` keeps each machine version an execution was started on
 /// (harel Python neither reads nor writes it).
-const SPECS: [(&str, &[(&str, ScalarAttributeType)]); 8] = [
+/// `events` holds the events for the bus until they are put (harel Python never reads it: its
+/// relay scans `outbox` alone).
+const SPECS: [(&str, &[(&str, ScalarAttributeType)]); 9] = [
     ("executions", &[("id", ScalarAttributeType::S)]),
     ("outbox", &[("seq", ScalarAttributeType::N)]),
     ("spawns", &[("seq", ScalarAttributeType::N)]),
@@ -173,6 +175,7 @@ const SPECS: [(&str, &[(&str, ScalarAttributeType)]); 8] = [
         ],
     ),
     ("definitions", &[("version", ScalarAttributeType::S)]),
+    ("events", &[("event_id", ScalarAttributeType::S)]),
 ];
 
 impl Tables {
@@ -221,6 +224,10 @@ impl Tables {
     }
     pub fn definitions(&self) -> String {
         self.name("definitions")
+    }
+    /// The events for the bus awaiting their put (see `harel_store::events`).
+    pub fn events(&self) -> String {
+        self.name("events")
     }
 
     /// Create every table that is missing, `PAY_PER_REQUEST`, the timers table with its

@@ -5,7 +5,9 @@ mod common;
 use harel_dynamodb::{DynamoDbStore, SeqAllocation};
 
 async fn make(trace_max: usize) -> DynamoDbStore {
-    common::store(trace_max).await
+    common::store(trace_max)
+        .await
+        .with_events(harel_store::EventsConfig::default())
 }
 
 harel_store::contract_tests!(make);
@@ -17,6 +19,7 @@ mod counter_seqs {
     async fn make(trace_max: usize) -> DynamoDbStore {
         common::store(trace_max)
             .await
+            .with_events(harel_store::EventsConfig::default())
             .with_seq_allocation(SeqAllocation::Counter)
     }
 

@@ -71,6 +71,7 @@ async fn items_are_laid_out_as_harel_writes_them() {
             context: obj(json!({"a": 1.0, "é": [1, null]})),
         }],
         trace: Some(obj(json!({"event_kind": "Start", "actions": []}))),
+        published: Vec::new(),
     };
     store.commit(&mut exe, commit).await.expect("commit");
 

@@ -224,6 +224,7 @@ async fn harel_python_reads_drains_and_updates_what_rust_wrote() {
             context: obj(json!({"k": {"nested": 1.0}})),
         }],
         trace: Some(obj(json!({"event_kind": "Start"}))),
+        published: Vec::new(),
     };
     let seqs = store.commit(&mut exe, commit).await.expect("commit");
     let commit = Commit {

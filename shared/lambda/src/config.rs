@@ -12,10 +12,11 @@ use harel_store::DEFAULT_TRACE_MAX;
 // The variables' names and the defaults the CLI applies too are the stack's contract.
 use harel_stack::{
     retention_days, InvalidRetention, ACTIONS_FILE, COMPAT_SWEEP_MINUTES, DEFAULT_RETENTION_DAYS,
-    DEFINITIONS_DIR, DLQ_URL, ENDPOINT_URL, IDEMPOTENCY_EXPIRY, IDEMPOTENCY_TABLE,
-    LOCAL_ENDPOINT_URL, MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS, SUSPEND_RECHECK,
-    SUSPEND_RECHECK_MAX, SWEEPER_FUNCTION, SWEEP_INTERVAL, SWEEP_WINDOW, TABLE_PREFIX,
-    TIMER_SHARDS, TIME_RESERVE, TRACE, TRACE_MAX, WORKER_CONCURRENCY,
+    DEFINITIONS_DIR, DLQ_URL, ENDPOINT_URL, EVENTS_DLQ_URL, EVENT_BUS, EVENT_MACHINES,
+    EVENT_SOURCE, EVENT_STATUSES, IDEMPOTENCY_EXPIRY, IDEMPOTENCY_TABLE, LOCAL_ENDPOINT_URL,
+    MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS, SUSPEND_RECHECK, SUSPEND_RECHECK_MAX,
+    SWEEPER_FUNCTION, SWEEP_INTERVAL, SWEEP_WINDOW, TABLE_PREFIX, TIMER_SHARDS, TIME_RESERVE,
+    TRACE, TRACE_MAX, WORKER_CONCURRENCY,
 };
 
 /// SQS hides a message for at most 12 hours.
@@ -82,6 +83,66 @@ pub struct Config {
     pub definitions_dir: Option<PathBuf>,
     /// The action map's file.
     pub actions_file: Option<PathBuf>,
+    /// Events for the bus (None: `HAREL_EVENT_BUS` unset or empty, none written).
+    pub events: Option<EventsSettings>,
+}
+
+/// Where the events go and which are written (see `harel_store::events`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventsSettings {
+    pub bus: String,
+    pub store: harel_store::EventsConfig,
+    /// Required by the relay: events it cannot put go there.
+    pub dlq_url: Option<String>,
+}
+
+/// The events' settings: every writer writes the same rows, only the relay puts them.
+fn events_settings<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+    role: Role,
+) -> Result<Option<EventsSettings>, ConfigError> {
+    let Some(bus) = vars.string(EVENT_BUS).map(|b| b.trim().to_string()) else {
+        return Ok(None);
+    };
+    let list = |name: &'static str| {
+        vars.string(name).map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+        })
+    };
+    let statuses = match list(EVENT_STATUSES) {
+        None => None,
+        Some(names) => Some(
+            names
+                .iter()
+                .map(|n| {
+                    serde_json::from_value::<harel_model::Status>(serde_json::Value::String(
+                        n.to_uppercase(),
+                    ))
+                    .map_err(|_| {
+                        vars.invalid(
+                            EVENT_STATUSES,
+                            &format!("{n:?} is not a status (RUNNING, SUSPENDED, DONE, FAILED, CANCELLING, CANCELLED)"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    Ok(Some(EventsSettings {
+        bus,
+        store: harel_store::EventsConfig {
+            source: vars.string(EVENT_SOURCE).map_or_else(
+                || harel_store::events::DEFAULT_SOURCE.to_string(),
+                |s| s.trim().to_string(),
+            ),
+            statuses,
+            machines: list(EVENT_MACHINES),
+        },
+        dlq_url: vars.needed(EVENTS_DLQ_URL, role == Role::Relay)?,
+    }))
 }
 
 impl Config {
@@ -128,6 +189,7 @@ impl Config {
             return Err(vars.invalid(SUSPEND_RECHECK_MAX, &why));
         }
         let retention_expected = retention_expected();
+        let events = events_settings(&vars, role)?;
         Ok(Config {
             table_prefix,
             queue_url,
@@ -153,6 +215,7 @@ impl Config {
             )?),
             definitions_dir: vars.path(DEFINITIONS_DIR, Metadata::is_dir, "not a directory")?,
             actions_file: vars.path(ACTIONS_FILE, Metadata::is_file, "no such file")?,
+            events,
         })
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod config;
 mod emf;
+pub mod eventbridge;
 pub mod logging;
 pub mod metrics;
 pub mod relay;

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-pub use harel_runtime::{relay, RelayReport};
+pub use harel_runtime::{publish_events, relay, EventsReport, RelayReport};
 
 /// The deadline of an invocation that must end `reserve` before Lambda's.
 pub fn deadline_with_reserve(remaining: Duration, reserve: Duration) -> Instant {

@@ -247,6 +247,25 @@ pub struct Execution {
     /// Where the engine last found `active_path` and `root_path` (not part of the document).
     #[serde(skip)]
     pub hints: NodeHints,
+    /// The status of the stored row this copy was read at or last committed as (not part of
+    /// the document): how a store tells a commit that changes the status from one that does
+    /// not, with no read of its own (see [`StoredStatus`]).
+    #[serde(skip)]
+    pub stored_status: StoredStatus,
+}
+
+/// The status an execution had in the store when this copy was read (or last committed),
+/// `None` for a copy never stored. Set by [`Execution::from_json`] (every store reads its
+/// rows through it) and by a store's successful commit. Like [`NodeHints`] it is not part of
+/// the document, and every value compares equal: two copies of one execution are the same
+/// execution whatever each was read at.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoredStatus(pub Option<Status>);
+
+impl PartialEq for StoredStatus {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The arena indices at which the engine last found an execution's `active_path` and
@@ -331,6 +350,7 @@ impl Execution {
             definition_version: None,
             extra: Object::new(),
             hints: NodeHints::default(),
+            stored_status: StoredStatus::default(),
         }
     }
 
@@ -350,8 +370,21 @@ impl Execution {
         self.definition_version = Some(version.into());
     }
 
+    /// A stored document, remembered as stored with its status ([`StoredStatus`]).
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
-        serde_json::from_str(text)
+        let mut exe: Execution = serde_json::from_str(text)?;
+        exe.stored_status = StoredStatus(Some(exe.status));
+        Ok(exe)
+    }
+
+    /// The status this copy had in the store, for a commit to compare with: `None` when the
+    /// commit creates the execution (version 0), whatever the copy remembers.
+    pub fn previous_status(&self) -> Option<Status> {
+        if self.version == 0 {
+            None
+        } else {
+            self.stored_status.0
+        }
     }
 
     pub fn to_json(&self) -> String {

@@ -21,7 +21,7 @@ pub use effects::{Spawn, TimerOp};
 pub use execution::replace_key;
 pub use execution::{
     ChildState, Event, Execution, ExecutionPage, ExecutionSummary, FastHash, KeyMap, NodeHints,
-    Object, Status,
+    Object, Status, StoredStatus,
 };
 pub use schema::{EventType, FieldSpec};
 /// The string type of ids, node paths and event kinds: cloning one never allocates.

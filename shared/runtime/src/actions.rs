@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use harel_engine::ActionError;
 use harel_model::{Event, Object};
+use harel_store::DomainEvent;
 use serde_json::Value;
 
 /// What an action sees of its execution (harel's `_Proxy`): the live context, which it may
@@ -42,6 +43,9 @@ pub struct ActionContext<'a> {
     pub context: &'a mut Object,
     pub idempotency_key: &'a str,
     pub execution_id: &'a str,
+    /// Domain events for the bus this step publishes (`harel.lib.publish`): committed with
+    /// the step, dropped with it when it fails.
+    pub published: &'a mut Vec<DomainEvent>,
 }
 
 pub type ActionFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ActionError>> + Send + 'a>>;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use harel_engine::{error_event, has_error_handler, ActionCall, EngineError, Host, StepEffects};
 use harel_model::{Definition, Event, Execution, Spawn, Status, TimerOp};
-use harel_store::{Commit, DefinitionDoc, ExecutionStore, OutboxEntry};
+use harel_store::{Commit, DefinitionDoc, DomainEvent, ExecutionStore, OutboxEntry};
 use serde_json::Value;
 
 use crate::actions::{unbound_error, ActionContext, ActionRegistry};
@@ -57,6 +57,7 @@ struct DriverHost<'r> {
     execution_id: String,
     keys: &'r mut ActionKeys,
     actions: Vec<String>,
+    published: Vec<DomainEvent>,
 }
 
 impl Host for DriverHost<'_> {
@@ -69,6 +70,7 @@ impl Host for DriverHost<'_> {
         self.actions.push(name.clone());
         let action = self.registry.resolve(name);
         let execution_id: &'a str = &self.execution_id;
+        let published = &mut self.published;
         async move {
             let Some(action) = action else {
                 return Err(unbound_error(&call.action.function));
@@ -77,6 +79,7 @@ impl Host for DriverHost<'_> {
                 context: call.context,
                 idempotency_key: &key,
                 execution_id,
+                published,
             };
             action.call(ctx, call.event, &call.action.inputs).await
         }
@@ -95,6 +98,7 @@ type Failure = (String, String);
 struct Driven {
     fx: StepEffects,
     actions: Vec<String>,
+    published: Vec<DomainEvent>,
 }
 
 /// What one committed step enqueued, for its host to deliver.
@@ -380,6 +384,27 @@ impl Driver {
         missing
     }
 
+    /// Every (machine, problem) of a `harel.lib.publish` binding whose inputs it would refuse
+    /// at run time (the language checks no action's inputs): a host checks it at start.
+    pub fn invalid_action_inputs(&self) -> Vec<(String, String)> {
+        let mut bad = Vec::new();
+        for defn in self.definitions.values() {
+            for node in &defn.nodes {
+                let hooks = [&node.on_enter, &node.on_exit, &node.on_activity];
+                for action in hooks.into_iter().flatten() {
+                    if action.function == crate::stdlib::PUBLISH {
+                        if let Some(problem) = crate::stdlib::publish_inputs_error(&action.inputs) {
+                            bad.push((defn.id.clone(), format!("{}: {problem}", node.full_path)));
+                        }
+                    }
+                }
+            }
+        }
+        bad.sort();
+        bad.dedup();
+        bad
+    }
+
     /// The policy for an unhandled failure.
     fn on_action_error(&self, exe: &mut Execution, message: String) -> Result<(), RuntimeError> {
         match self.policy {
@@ -412,6 +437,7 @@ impl Driver {
                 execution_id: exe.id.to_string(),
                 keys: &mut *keys,
                 actions: Vec::new(),
+                published: Vec::new(),
             };
             let result = match (&recovery, event) {
                 (Some(ev), _) | (None, Some(ev)) => {
@@ -421,7 +447,13 @@ impl Driver {
             };
             let actions = host.actions;
             let (failure, on_exit) = match result {
-                Ok(fx) => return Ok(Driven { fx, actions }),
+                Ok(fx) => {
+                    return Ok(Driven {
+                        fx,
+                        actions,
+                        published: host.published,
+                    })
+                }
                 Err(EngineError::Action { error, kind, .. }) => (
                     (error.kind, error.message),
                     kind == harel_engine::CallKind::Exit,
@@ -474,7 +506,11 @@ impl Driver {
         let event_id = event.map(|ev| ev.id.clone());
         let from_path = exe.active_path.clone();
         let mut keys = ActionKeys::new(&exe.id, event_id.as_deref().unwrap_or("start"));
-        let Driven { fx, actions } = self.drive(defn, exe, event, &mut keys).await?;
+        let Driven {
+            fx,
+            actions,
+            published,
+        } = self.drive(defn, exe, event, &mut keys).await?;
         let now = self.clock.now();
         let trace = self.trace.then(|| {
             trace_step(
@@ -503,6 +539,7 @@ impl Driver {
             timers: fx.timers,
             spawns: fx.spawns,
             trace,
+            published,
         };
         let seqs = match &keep {
             Some(doc) => {

@@ -22,6 +22,7 @@ pub use actions::{
     ActionRegistry,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use delivery::events::{publish_events, EventBus, EventsReport, MemoryBus};
 pub use delivery::queue::{relay, DeliverError, RelayReport};
 pub use delivery::{Delivered, CONTROL_EVENTS};
 pub use driver::{ActionErrorPolicy, ActionKeys, Driver, Stepped};

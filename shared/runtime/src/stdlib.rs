@@ -13,13 +13,16 @@ pub const EXPONENTIAL_BACKOFF: &str = "harel.lib.exponential_backoff";
 pub const LINEAR_BACKOFF: &str = "harel.lib.linear_backoff";
 pub const RESET_BACKOFF: &str = "harel.lib.reset_backoff";
 pub const JOIN_SUCCESS: &str = "harel.lib.join_success";
+/// Not harel Python's: a domain event for the bus (see `harel_store::events`).
+pub const PUBLISH: &str = "harel.lib.publish";
 
 pub fn register(registry: &mut ActionRegistry) {
     registry
         .register_fn(EXPONENTIAL_BACKOFF, exponential_backoff)
         .register_fn(LINEAR_BACKOFF, linear_backoff)
         .register_fn(RESET_BACKOFF, reset_backoff)
-        .register_fn(JOIN_SUCCESS, join_success);
+        .register_fn(JOIN_SUCCESS, join_success)
+        .register_fn(PUBLISH, publish);
 }
 
 /// A Python number.
@@ -194,6 +197,94 @@ pub fn reset_backoff(
     Ok(Value::Null)
 }
 
+/// What is wrong with `harel.lib.publish`'s inputs, if anything: `detail_type`, a non-empty
+/// string, and one of `keys` (a list of context keys, copied into the detail) or `detail` (an
+/// object, or a string holding a JSON object). A host checks every binding at start.
+pub fn publish_inputs_error(inputs: &Object) -> Option<String> {
+    publish_detail_type(inputs)
+        .and_then(|_| publish_source(inputs))
+        .err()
+        .map(|e| e.message)
+}
+
+fn publish_detail_type(inputs: &Object) -> Result<&str, ActionError> {
+    match inputs.get("detail_type") {
+        Some(Value::String(t)) if !t.trim().is_empty() => Ok(t),
+        _ => Err(ActionError::new(
+            "ValueError",
+            format!("{PUBLISH}: detail_type must be a non-empty string"),
+        )),
+    }
+}
+
+/// Where the detail comes from.
+enum DetailSource<'a> {
+    Keys(Vec<&'a str>),
+    Literal(Object),
+}
+
+fn publish_source(inputs: &Object) -> Result<DetailSource<'_>, ActionError> {
+    let bad = |m: &str| Err(ActionError::new("ValueError", format!("{PUBLISH}: {m}")));
+    for key in inputs.keys() {
+        if !matches!(key.as_str(), "detail_type" | "keys" | "detail") {
+            return bad(&format!(
+                "unknown input {key:?} (it takes detail_type, and keys or detail)"
+            ));
+        }
+    }
+    match (inputs.get("keys"), inputs.get("detail")) {
+        (Some(_), Some(_)) => bad("give keys or detail, not both"),
+        (None, None) => bad("give keys (context keys copied into the detail) or detail"),
+        (Some(Value::Array(keys)), None) => keys
+            .iter()
+            .map(|k| match k {
+                Value::String(k) => Ok(k.as_str()),
+                other => Err(ActionError::new(
+                    "ValueError",
+                    format!("{PUBLISH}: keys must be strings, got {other}"),
+                )),
+            })
+            .collect::<Result<_, _>>()
+            .map(DetailSource::Keys),
+        (Some(_), None) => bad("keys must be a list of context keys"),
+        (None, Some(Value::Object(detail))) => Ok(DetailSource::Literal(detail.clone())),
+        (None, Some(Value::String(text))) => match serde_json::from_str(text) {
+            Ok(Value::Object(detail)) => Ok(DetailSource::Literal(detail)),
+            _ => bad("detail must be an object (or a string holding a JSON object)"),
+        },
+        (None, Some(_)) => bad("detail must be an object (or a string holding a JSON object)"),
+    }
+}
+
+/// `harel.lib.publish(detail_type: "OrderShipped", keys: ["order_id"])`: a domain event on the
+/// bus, committed with this step (nothing if the step does not commit). A key the context
+/// lacks is an error, as a missing key is in Python.
+pub fn publish(
+    ctx: &mut ActionContext<'_>,
+    _event: Option<&Event>,
+    inputs: &Object,
+) -> Result<Value, ActionError> {
+    let detail_type = publish_detail_type(inputs)?.to_string();
+    let detail = match publish_source(inputs)? {
+        DetailSource::Literal(detail) => detail,
+        DetailSource::Keys(keys) => {
+            let mut detail = Object::new();
+            for key in keys {
+                let value = ctx.context.get(key).ok_or_else(|| {
+                    ActionError::new("KeyError", format!("{PUBLISH}: context has no {key:?}"))
+                })?;
+                detail.insert(key.into(), value.clone());
+            }
+            detail
+        }
+    };
+    ctx.published.push(harel_store::DomainEvent {
+        detail_type,
+        detail,
+    });
+    Ok(Value::Null)
+}
+
 /// Selector over a join's `region_results`: `"pass"` if every (`mode` "all") or some
 /// (any other mode) region's outcome is `"success"`, else `"fail"`; none at all fails.
 pub fn join_success(
@@ -240,12 +331,60 @@ mod tests {
         context: &mut Object,
         inputs: Value,
     ) -> Result<Value, ActionError> {
+        let mut published = Vec::new();
         let mut ctx = ActionContext {
             context,
             idempotency_key: "k",
             execution_id: "e",
+            published: &mut published,
         };
         f(&mut ctx, None, inputs.as_object().unwrap())
+    }
+
+    #[test]
+    fn publish_copies_keys_or_takes_a_literal_and_refuses_bad_inputs() {
+        let mut context = json!({"order_id": "o-1", "total": 5})
+            .as_object()
+            .unwrap()
+            .clone();
+        let mut published = Vec::new();
+        let mut ctx = ActionContext {
+            context: &mut context,
+            idempotency_key: "k",
+            execution_id: "e",
+            published: &mut published,
+        };
+        let keys = json!({"detail_type": "OrderShipped", "keys": ["order_id"]});
+        publish(&mut ctx, None, keys.as_object().unwrap()).unwrap();
+        let literal = json!({"detail_type": "Hello", "detail": "{\"a\": 1}"});
+        publish(&mut ctx, None, literal.as_object().unwrap()).unwrap();
+        let missing = json!({"detail_type": "X", "keys": ["nope"]});
+        assert_eq!(
+            publish(&mut ctx, None, missing.as_object().unwrap())
+                .unwrap_err()
+                .kind,
+            "KeyError"
+        );
+        assert_eq!(published.len(), 2);
+        assert_eq!(
+            published[0].detail,
+            *json!({"order_id": "o-1"}).as_object().unwrap()
+        );
+        assert_eq!(published[1].detail, *json!({"a": 1}).as_object().unwrap());
+        for bad in [
+            json!({"keys": ["a"]}),
+            json!({"detail_type": "X"}),
+            json!({"detail_type": "X", "keys": ["a"], "detail": {}}),
+            json!({"detail_type": "X", "keys": "a"}),
+            json!({"detail_type": "X", "detail": 3}),
+            json!({"detail_type": "X", "keys": [], "extra": 1}),
+        ] {
+            assert!(
+                publish_inputs_error(bad.as_object().unwrap()).is_some(),
+                "{bad}"
+            );
+        }
+        assert!(publish_inputs_error(keys.as_object().unwrap()).is_none());
     }
 
     #[test]

@@ -57,6 +57,18 @@ pub const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
 /// The action map (JSON, TOML or YAML): actions bound to remote functions. Unset: the
 /// `actions.{json,toml,yaml,yml}` in `HAREL_DEFINITIONS_DIR`, if any.
 pub const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
+/// The EventBridge bus execution status changes and `harel.lib.publish`'s domain events go to
+/// (a name or an ARN; the template's default is the account's `default` bus). Unset or empty:
+/// no events are written or put.
+pub const EVENT_BUS: &str = "HAREL_EVENT_BUS";
+/// The events' `source` (default `harel`).
+pub const EVENT_SOURCE: &str = "HAREL_EVENT_SOURCE";
+/// Only status changes to these statuses, comma-separated (`FAILED,DONE`; unset: all).
+pub const EVENT_STATUSES: &str = "HAREL_EVENT_STATUSES";
+/// Only status changes of these machines, comma-separated (unset: all).
+pub const EVENT_MACHINES: &str = "HAREL_EVENT_MACHINES";
+/// The standard SQS queue events that cannot be put go to, with the reason (the relay's).
+pub const EVENTS_DLQ_URL: &str = "HAREL_EVENTS_DLQ_URL";
 pub const REGION: &str = "AWS_REGION";
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 /// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty

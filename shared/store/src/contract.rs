@@ -9,7 +9,9 @@ use std::collections::HashSet;
 use harel_model::{Event, Execution, Object, Status};
 use serde_json::json;
 
-use crate::{Commit, ExecutionStore, ListQuery, Spawn, StoreError, StoreResult, TimerOp};
+use crate::{
+    Commit, DomainEvent, ExecutionStore, ListQuery, Spawn, StoreError, StoreResult, TimerOp,
+};
 
 /// One test per contract case, each on a fresh store from `$make(trace_max).await`.
 #[macro_export]
@@ -26,7 +28,8 @@ macro_rules! contract_tests {
             a_timer_cancelled_and_rearmed_in_one_commit_stays_armed,
             a_commit_for_a_processed_event_writes_nothing,
             next_timer_due_is_the_earliest_within_the_horizon,
-            machine_versions_are_kept_once_and_pins_round_trip);
+            machine_versions_are_kept_once_and_pins_round_trip,
+            status_changes_and_domain_events_are_written_with_their_commit);
     };
     (@cases $make:path; $($case:ident),*) => {
         $(
@@ -218,6 +221,7 @@ where
             },
         ],
         trace: Some(obj(json!({"event_kind": "Start", "to_path": "A"}))),
+        published: Vec::new(),
     };
     let seqs = ok(store.commit(&mut e, commit).await, "commit");
     assert_eq!(seqs.len(), 3);
@@ -293,6 +297,7 @@ where
             context: Object::new(),
         }],
         trace: Some(obj(json!({"who": tag}))),
+        published: Vec::new(),
     };
     // both writers hold version 1; they commit one after the other rather than truly at once,
     // because moto (the DynamoDB emulator these run on) does not isolate concurrent
@@ -540,6 +545,7 @@ where
             root_path: tag.into(),
             context: Object::new(),
         }],
+        published: Vec::new(),
         trace: Some(obj(json!({"who": tag}))),
     };
     match store.commit(&mut again, everything("a")).await {
@@ -1002,6 +1008,7 @@ where
             context: Object::new(),
         }],
         trace: Some(obj(json!({"t": 1}))),
+        published: Vec::new(),
     };
     ok(store.commit(&mut e, c(&id, &id)).await, "commit");
     ok(store.commit(&mut k, c(&keep, &keep)).await, "commit other");
@@ -1271,4 +1278,78 @@ where
         ok(store.get_definition(&other.version).await, "get kept"),
         Some(other)
     );
+}
+
+/// Events for the bus (`crate::events`; `make` gives a store that writes them): a commit
+/// that changes the status writes one status change, and only a commit that is written
+/// does; a step's domain events follow it; an ack removes exactly one; a failed attempt is
+/// counted. The status compared with is the one the copy was read at.
+pub async fn status_changes_and_domain_events_are_written_with_their_commit<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let id = unique("events");
+    let mine = |store_events: Vec<crate::BusEvent>| -> Vec<crate::BusEvent> {
+        store_events
+            .into_iter()
+            .filter(|e| e.execution_id == id)
+            .collect()
+    };
+    let mut e = exe(&id);
+    e.stamp(10.0);
+    ok(store.commit(&mut e, Commit::default()).await, "create");
+    let created = mine(ok(store.pending_published().await, "pending"));
+    assert_eq!(created.len(), 1, "creating writes one status change");
+    assert_eq!(created[0].detail_type, crate::events::STATUS_CHANGE);
+    assert_eq!(created[0].detail["status"], json!("RUNNING"));
+    assert_eq!(created[0].detail["previous_status"], json!(null));
+    assert_eq!(created[0].detail["execution_id"], json!(id));
+    assert_eq!(created[0].detail["machine"], json!("contract-def"));
+    assert_eq!(created[0].detail["event_id"], json!(created[0].event_id));
+
+    // the same status again: nothing; a stale copy's commit (refused): nothing
+    let mut stale = ok(store.load(&id).await, "load").expect("stored");
+    e.stamp(11.0);
+    ok(store.commit(&mut e, Commit::default()).await, "same status");
+    stale.status = Status::Failed;
+    assert!(store.commit(&mut stale, Commit::default()).await.is_err());
+    assert_eq!(
+        mine(ok(store.pending_published().await, "pending")).len(),
+        1,
+        "neither an unchanged status nor a refused commit writes an event"
+    );
+
+    // a loaded copy remembers its status: DONE after RUNNING, with a domain event after it
+    let mut fresh = ok(store.load(&id).await, "load").expect("stored");
+    fresh.status = Status::Done;
+    fresh.outcome = Some("success".into());
+    fresh.stamp(12.0);
+    let commit = Commit {
+        published: vec![DomainEvent {
+            detail_type: "OrderShipped".into(),
+            detail: obj(json!({"order_id": "o-1"})),
+        }],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut fresh, commit).await, "done");
+    let all = mine(ok(store.pending_published().await, "pending"));
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(all[0].event_id, created[0].event_id, "oldest first");
+    assert_eq!(all[1].detail["status"], json!("DONE"));
+    assert_eq!(all[1].detail["previous_status"], json!("RUNNING"));
+    assert_eq!(all[1].detail["outcome"], json!("success"));
+    assert_eq!(all[2].detail_type, "OrderShipped");
+    assert_eq!(all[2].detail["order_id"], json!("o-1"));
+    let ids: HashSet<&str> = all.iter().map(|e| e.event_id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "every event has an id of its own");
+
+    ok(store.retry_published(&all[1].event_id, 2).await, "retry");
+    ok(store.ack_published(&all[0].event_id).await, "ack");
+    let left = mine(ok(store.pending_published().await, "pending"));
+    assert_eq!(left.len(), 2, "an ack removes exactly one");
+    assert_eq!(left[0].event_id, all[1].event_id);
+    assert_eq!(left[0].attempts, 2, "a failed attempt is counted");
 }

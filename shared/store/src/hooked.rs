@@ -11,7 +11,7 @@ use std::ops::Deref;
 use harel_model::{Execution, ExecutionPage, Object};
 
 use crate::{
-    Commit, DefinitionDoc, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry,
+    BusEvent, Commit, DefinitionDoc, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry,
     StoreResult,
 };
 
@@ -76,6 +76,15 @@ where
     }
     async fn ack_outbox(&self, seq: u64) -> StoreResult<()> {
         self.inner.ack_outbox(seq).await
+    }
+    async fn pending_published(&self) -> StoreResult<Vec<BusEvent>> {
+        self.inner.pending_published().await
+    }
+    async fn ack_published(&self, event_id: &str) -> StoreResult<()> {
+        self.inner.ack_published(event_id).await
+    }
+    async fn retry_published(&self, event_id: &str, attempts: u32) -> StoreResult<()> {
+        self.inner.retry_published(event_id, attempts).await
     }
     async fn pending_spawns(&self) -> StoreResult<Vec<SpawnEntry>> {
         self.inner.pending_spawns().await

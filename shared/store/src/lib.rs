@@ -13,10 +13,12 @@ pub use harel_model::{Spawn, TimerOp};
 
 #[cfg(feature = "contract")]
 pub mod contract;
+pub mod events;
 pub mod hooked;
 pub mod listing;
 pub mod memory;
 mod shared;
+pub use events::{BusEvent, DomainEvent, EventsConfig};
 pub use hooked::{CommitHook, Hooked};
 pub use memory::MemoryStore;
 
@@ -62,6 +64,9 @@ pub struct Commit {
     pub spawns: Vec<Spawn>,
     /// One trace step (opt-in timeline), appended to the execution's ring.
     pub trace: Option<Object>,
+    /// Domain events for the bus (`harel.lib.publish`), written with the step when the store
+    /// publishes events ([`EventsConfig`]), dropped when it does not.
+    pub published: Vec<DomainEvent>,
 }
 
 /// One machine version, kept durably the first time an execution uses it, so an execution
@@ -242,6 +247,29 @@ pub trait ExecutionStore: Send + Sync {
     /// Undelivered outbox entries, oldest first.
     fn pending_outbox(&self) -> impl Future<Output = StoreResult<Vec<OutboxEntry>>> + Send;
     fn ack_outbox(&self, seq: u64) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Events for the bus not yet put ([`events`]), oldest first. A store that writes none
+    /// has none.
+    fn pending_published(&self) -> impl Future<Output = StoreResult<Vec<BusEvent>>> + Send {
+        async { Ok(Vec::new()) }
+    }
+
+    /// The event was put (or dead-lettered): forget it.
+    fn ack_published(&self, event_id: &str) -> impl Future<Output = StoreResult<()>> + Send {
+        let _ = event_id;
+        async { Ok(()) }
+    }
+
+    /// A put of the event failed: record its `attempts` so far, so a publisher dead-letters
+    /// it once past its limit rather than retrying forever.
+    fn retry_published(
+        &self,
+        event_id: &str,
+        attempts: u32,
+    ) -> impl Future<Output = StoreResult<()>> + Send {
+        let _ = (event_id, attempts);
+        async { Ok(()) }
+    }
 
     /// Undelivered spawn intents, oldest first.
     fn pending_spawns(&self) -> impl Future<Output = StoreResult<Vec<SpawnEntry>>> + Send;

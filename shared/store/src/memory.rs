@@ -7,8 +7,8 @@ use harel_model::{Execution, ExecutionPage, ExecutionSummary, Object, SmolStr};
 
 use crate::listing::{page_of, sort_key, Cursor};
 use crate::{
-    Commit, DefinitionDoc, DueTimer, ExecutionStore, ListQuery, OutboxEntry, SpawnEntry,
-    StoreError, StoreResult, TimerOp, DEFAULT_TRACE_MAX,
+    BusEvent, Commit, DefinitionDoc, DueTimer, EventsConfig, ExecutionStore, ListQuery,
+    OutboxEntry, SpawnEntry, StoreError, StoreResult, TimerOp, DEFAULT_TRACE_MAX,
 };
 
 #[derive(Default)]
@@ -22,12 +22,16 @@ struct Inner {
     next_outbox: u64,
     next_spawn: u64,
     definitions: BTreeMap<String, DefinitionDoc>,
+    /// Events for the bus, by commit order.
+    published: BTreeMap<u64, BusEvent>,
+    next_published: u64,
 }
 
 /// Everything in one mutex: each method is trivially atomic.
 pub struct MemoryStore {
     inner: Mutex<Inner>,
     trace_max: usize,
+    events: Option<EventsConfig>,
 }
 
 impl Default for MemoryStore {
@@ -49,7 +53,14 @@ impl MemoryStore {
                 ..Inner::default()
             }),
             trace_max,
+            events: None,
         }
+    }
+
+    /// Write events for the bus with the commits, as the DynamoDB store does ([`crate::events`]).
+    pub fn with_events(mut self, events: EventsConfig) -> Self {
+        self.events = Some(events);
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -154,7 +165,17 @@ impl ExecutionStore for MemoryStore {
                 found: stored,
             });
         }
+        let rows = match &self.events {
+            Some(events) => events.rows(exe, &commit.published),
+            None => Vec::new(),
+        };
+        for row in rows {
+            let n = inner.next_published;
+            inner.next_published += 1;
+            inner.published.insert(n, row);
+        }
         exe.version += 1;
+        exe.stored_status = harel_model::StoredStatus(Some(exe.status));
         inner.executions.insert(exe.id.clone(), exe.clone());
         let mut seqs = Vec::with_capacity(commit.emits.len());
         for (target_id, event) in commit.emits {
@@ -235,6 +256,24 @@ impl ExecutionStore for MemoryStore {
 
     async fn ack_outbox(&self, seq: u64) -> StoreResult<()> {
         self.lock().outbox.remove(&seq);
+        Ok(())
+    }
+
+    async fn pending_published(&self) -> StoreResult<Vec<BusEvent>> {
+        Ok(self.lock().published.values().cloned().collect())
+    }
+
+    async fn ack_published(&self, event_id: &str) -> StoreResult<()> {
+        self.lock().published.retain(|_, e| e.event_id != event_id);
+        Ok(())
+    }
+
+    async fn retry_published(&self, event_id: &str, attempts: u32) -> StoreResult<()> {
+        for e in self.lock().published.values_mut() {
+            if e.event_id == event_id {
+                e.attempts = attempts;
+            }
+        }
         Ok(())
     }
 

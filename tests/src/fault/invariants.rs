@@ -55,6 +55,7 @@ pub async fn check(
     delivery(world, reference, &mut v).await?;
     idempotency(world, &mut v).await?;
     queues(world, &mut v).await?;
+    events(world, &mut v).await?;
     Ok(v)
 }
 
@@ -278,6 +279,72 @@ async fn queues(world: &World, v: &mut Vec<String>) -> Result<(), FaultError> {
             "a message was dead-lettered: {:?} (group {}): {reason}",
             m.message.body,
             m.group()
+        ));
+    }
+    Ok(())
+}
+
+/// Every committed status change has its event, and no event is without one: an execution's
+/// status changes (put on the bus, or still pending) form one chain, from its creation
+/// (`previous_status` null) through each change (`previous_status` the one before it, the
+/// commit sequence rising) to the status it is stored with. A republished copy (a relay that
+/// died between put and ack) is the same event, same `event_id`.
+async fn events(world: &World, v: &mut Vec<String>) -> Result<(), FaultError> {
+    use std::collections::BTreeMap;
+    let mut all: BTreeMap<String, harel_store::BusEvent> = BTreeMap::new();
+    let put = world.bus.events();
+    let pending = world.store.pending_published().await.map_err(store_err)?;
+    for mut event in put.into_iter().chain(pending) {
+        event.attempts = 0;
+        if let Some(seen) = all.get(&event.event_id) {
+            if *seen != event {
+                v.push(format!(
+                    "event {} was put twice with different contents",
+                    event.event_id
+                ));
+            }
+            continue;
+        }
+        all.insert(event.event_id.clone(), event);
+    }
+    let mut chains: BTreeMap<String, Vec<harel_store::BusEvent>> = BTreeMap::new();
+    for event in all.into_values() {
+        if event.detail_type == harel_store::events::STATUS_CHANGE {
+            chains
+                .entry(event.execution_id.clone())
+                .or_default()
+                .push(event);
+        }
+    }
+    let rows = scan(world, &world.store.tables().executions()).await?;
+    for row in &rows {
+        let id = s(row, "id");
+        let exe = Execution::from_json(s(row, "data")).map_err(store_err)?;
+        let mut chain = chains.remove(id).unwrap_or_default();
+        chain.sort_by_key(|e| e.sequence);
+        let mut previous = serde_json::Value::Null;
+        let mut last_seq = 0;
+        for e in &chain {
+            if e.detail["previous_status"] != previous || e.sequence <= last_seq {
+                v.push(format!(
+                    "execution {id}: status change {} ({} -> {}, sequence {}) does not follow {previous} at sequence {last_seq}",
+                    e.event_id, e.detail["previous_status"], e.detail["status"], e.sequence
+                ));
+            }
+            previous = e.detail["status"].clone();
+            last_seq = e.sequence;
+        }
+        let stored = serde_json::to_value(exe.status).unwrap_or_default();
+        if previous != stored {
+            v.push(format!(
+                "execution {id} is {stored}, its last status change event says {previous}"
+            ));
+        }
+    }
+    for (id, chain) in chains {
+        v.push(format!(
+            "{} status change events for {id}, which does not exist",
+            chain.len()
         ));
     }
     Ok(())

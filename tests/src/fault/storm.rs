@@ -424,13 +424,11 @@ impl Storm {
         let driver = self.world.driver();
         Stats::bump(&self.stats.relay_invocations);
         // an error ends this run; the entries stay pending for the next
-        let _ = harel_lambda::relay(
-            &store,
-            &transport,
-            &driver,
-            Instant::now() + Duration::from_secs(30),
-        )
-        .await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let _ = harel_lambda::relay(&store, &transport, &driver, deadline).await;
+        // then the events, as the relay function does; a fault ends it, the rest stay pending
+        let _ =
+            harel_lambda::relay::publish_events(&store, self.world.bus.as_ref(), deadline).await;
     }
 
     async fn sweeper_invocation(&self) {

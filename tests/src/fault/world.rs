@@ -49,6 +49,8 @@ pub struct World {
     definitions: Vec<Definition>,
     inner_http: SharedHttpClient,
     pub worker_concurrency: usize,
+    /// The bus the relays put the committed events on (the invariants read it).
+    pub bus: Arc<harel_runtime::MemoryBus>,
 }
 
 fn setup<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> FaultError + '_ {
@@ -117,6 +119,7 @@ impl World {
             definitions: super::scenario::definitions(),
             inner_http,
             worker_concurrency,
+            bus: Arc::new(harel_runtime::MemoryBus::new()),
         })
     }
 
@@ -187,7 +190,10 @@ impl World {
     /// What `harel_app::boot(Role::Worker)` builds, on this invocation's clients.
     pub fn worker(&self, faults: &Arc<InvocationFaults>) -> Arc<StormWorker> {
         let (ddb, sqs) = self.clients(faults);
-        let store = DynamoDbStore::new(ddb.clone(), &self.prefix).expect("a checked prefix");
+        // events on, as the template deploys it: every commit writes its status change
+        let store = DynamoDbStore::new(ddb.clone(), &self.prefix)
+            .expect("a checked prefix")
+            .with_events(harel_store::EventsConfig::default());
         let transport = SqsTransport::new(sqs, self.queue_url.clone())
             .with_dead_letter_queue(self.dlq_url.clone());
         let config = self.config(Role::Worker);
@@ -210,7 +216,9 @@ impl World {
     pub fn scheduled(&self, faults: &Arc<InvocationFaults>) -> (DynamoDbStore, SqsTransport) {
         let (ddb, sqs) = self.clients(faults);
         (
-            DynamoDbStore::new(ddb, &self.prefix).expect("a checked prefix"),
+            DynamoDbStore::new(ddb, &self.prefix)
+                .expect("a checked prefix")
+                .with_events(harel_store::EventsConfig::default()),
             SqsTransport::new(sqs, self.queue_url.clone()),
         )
     }
@@ -225,6 +233,8 @@ impl World {
             "processed",
             "counters",
             "trace",
+            "definitions",
+            "events",
             "idempotency",
         ] {
             let _ = self

@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::driver::{Driver, Stepped};
 use crate::RuntimeError;
 
+pub mod events;
 pub mod inline;
 pub mod queue;
 
