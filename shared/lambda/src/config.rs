@@ -12,7 +12,7 @@ use harel_store::DEFAULT_TRACE_MAX;
 // The variables' names and the defaults the CLI applies too are the stack's contract.
 use harel_stack::{
     retention_days, InvalidRetention, ACTIONS_FILE, COMPAT_SWEEP_MINUTES, DEFAULT_RETENTION_DAYS,
-    DEFINITIONS_DIR, DLQ_URL, ENDPOINT_URL, IDEMPOTENCY_EXPIRY, IDEMPOTENCY_TABLE,
+    DEFINITIONS_DIR, DLQ_URL, SCHEDULES_FILE, ENDPOINT_URL, IDEMPOTENCY_EXPIRY, IDEMPOTENCY_TABLE,
     LOCAL_ENDPOINT_URL, MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS, SUSPEND_RECHECK,
     SUSPEND_RECHECK_MAX, SWEEPER_FUNCTION, SWEEP_INTERVAL, SWEEP_WINDOW, TABLE_PREFIX,
     TIMER_SHARDS, TIME_RESERVE, TRACE, TRACE_MAX, WORKER_CONCURRENCY,
@@ -80,6 +80,8 @@ pub struct Config {
     pub definitions_dir: Option<PathBuf>,
     /// The action map's file.
     pub actions_file: Option<PathBuf>,
+    /// The schedules file (the sweeper's: it starts them).
+    pub schedules_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -151,6 +153,7 @@ impl Config {
             )?),
             definitions_dir: vars.path(DEFINITIONS_DIR, Metadata::is_dir, "not a directory")?,
             actions_file: vars.path(ACTIONS_FILE, Metadata::is_file, "no such file")?,
+            schedules_file: vars.path(SCHEDULES_FILE, Metadata::is_file, "no such file")?,
         })
     }
 }

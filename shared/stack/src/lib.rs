@@ -57,6 +57,9 @@ pub const DEFINITIONS_DIR: &str = "HAREL_DEFINITIONS_DIR";
 /// The action map (JSON, TOML or YAML): actions bound to remote functions. Unset: the
 /// `actions.{json,toml,yaml,yml}` in `HAREL_DEFINITIONS_DIR`, if any.
 pub const ACTIONS_FILE: &str = "HAREL_ACTIONS_FILE";
+/// The schedules file (JSON, TOML or YAML): machines the sweeper starts on a cron or a rate
+/// (`harel_schedule`). Unset or empty: no schedules.
+pub const SCHEDULES_FILE: &str = "HAREL_SCHEDULES_FILE";
 pub const REGION: &str = "AWS_REGION";
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 /// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty
