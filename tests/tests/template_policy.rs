@@ -468,7 +468,11 @@ const SWEEPER: &[(&str, &str, &str)] = &[
         "TimersTable",
         "delete_timer (fire_at guarded)",
     ),
-    ("SendMessageBatch", "Queue", "Timeout publishes, scheduled starts' creates"),
+    (
+        "SendMessageBatch",
+        "Queue",
+        "Timeout publishes, scheduled starts' creates",
+    ),
     (
         "BatchGetItem",
         "CountersTable",

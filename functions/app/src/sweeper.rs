@@ -94,3 +94,23 @@ pub async fn invoke(
         schedules: ticked.transpose()?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// examples/schedules.yaml is what the docs show: it must pass the sweeper's cold-start
+    /// check against the machines the functions run.
+    #[test]
+    fn the_example_schedules_fit_the_app_s_machines() {
+        let driver = crate::aws::driver().expect("the app's machines");
+        let lookup = |m: &str| driver.definition(m).cloned();
+        let file = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/schedules.yaml"
+        ));
+        let schedules = harel_schedule::load(file, Some(&lookup)).expect("a valid file");
+        let names: Vec<&str> = schedules.names().collect();
+        assert_eq!(names, ["nightly-orders", "approvals-sweep"]);
+    }
+}

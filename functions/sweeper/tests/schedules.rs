@@ -51,10 +51,22 @@ async fn counting_proxy(moto: String) -> (String, Counts) {
                     let target = body["TableName"]
                         .as_str()
                         .map(String::from)
-                        .or_else(|| body["RequestItems"].as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(",")))
-                        .or_else(|| body["QueueUrl"].as_str().and_then(|u| u.rsplit('/').next()).map(String::from))
+                        .or_else(|| {
+                            body["RequestItems"]
+                                .as_object()
+                                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
+                        })
+                        .or_else(|| {
+                            body["QueueUrl"]
+                                .as_str()
+                                .and_then(|u| u.rsplit('/').next())
+                                .map(String::from)
+                        })
                         .unwrap_or_default();
-                    *c.lock().unwrap().entry(format!("{op} {target}")).or_default() += 1;
+                    *c.lock()
+                        .unwrap()
+                        .entry(format!("{op} {target}"))
+                        .or_default() += 1;
                     let mut head = format!("{} {} HTTP/1.1\r\n", req.method, req.path);
                     for (n, v) in &req.headers {
                         if n != "connection" {
@@ -264,16 +276,28 @@ async fn the_sweeper_binary_starts_a_schedule_once_and_harel_python_still_works(
     let id = started[0].as_str().unwrap().to_string();
     assert!(id.starts_with("every-minute-"), "{id}");
     let c = take(&counts);
-    assert_eq!(c.get(&format!("BatchGetItem {counters}")), Some(&1), "{c:?}");
+    assert_eq!(
+        c.get(&format!("BatchGetItem {counters}")),
+        Some(&1),
+        "{c:?}"
+    );
     assert_eq!(c.get(&format!("PutItem {counters}")), Some(&2), "{c:?}");
-    assert_eq!(c.get(&format!("SendMessageBatch {queue}")), Some(&1), "{c:?}");
+    assert_eq!(
+        c.get(&format!("SendMessageBatch {queue}")),
+        Some(&1),
+        "{c:?}"
+    );
     rows.push(("first tick (2 schedules, 1 due)", c));
 
     // the same minute again (a retried tick): nothing due, one read
     let again = runtime.invoke(tick_event()).await.expect("a retried tick");
     assert_eq!(again["started"], json!([]), "{again}");
     let c = take(&counts);
-    assert_eq!(c.get(&format!("BatchGetItem {counters}")), Some(&1), "{c:?}");
+    assert_eq!(
+        c.get(&format!("BatchGetItem {counters}")),
+        Some(&1),
+        "{c:?}"
+    );
     assert!(
         !c.keys()
             .any(|k| k.starts_with("PutItem") || k.starts_with("Send")),
@@ -286,7 +310,11 @@ async fn the_sweeper_binary_starts_a_schedule_once_and_harel_python_still_works(
     let worker = stack.worker(harel_app::aws::driver().expect("the app's machines"), &[]);
     let handled = pump(&stack.source(), &worker).await;
     assert_eq!(handled.len(), 1, "one create on the queue: {handled:?}");
-    let exe = store.load(&id).await.unwrap().expect("created by the worker");
+    let exe = store
+        .load(&id)
+        .await
+        .unwrap()
+        .expect("created by the worker");
     assert_eq!(exe.definition_id, "Order");
     assert_eq!(exe.status, Status::Running);
     assert_eq!(exe.context["items"], json!(3));
@@ -301,7 +329,11 @@ async fn the_sweeper_binary_starts_a_schedule_once_and_harel_python_still_works(
         .send()
         .await
         .unwrap();
-    let through: i64 = mark.item().unwrap()["through"].as_n().unwrap().parse().unwrap();
+    let through: i64 = mark.item().unwrap()["through"]
+        .as_n()
+        .unwrap()
+        .parse()
+        .unwrap();
     client
         .update_item()
         .table_name(&counters)
@@ -317,9 +349,17 @@ async fn the_sweeper_binary_starts_a_schedule_once_and_harel_python_still_works(
     let next = runtime.invoke(tick_event()).await.expect("the next minute");
     assert_eq!(next["started"].as_array().map(Vec::len), Some(1), "{next}");
     let c = take(&counts);
-    assert_eq!(c.get(&format!("BatchGetItem {counters}")), Some(&1), "{c:?}");
+    assert_eq!(
+        c.get(&format!("BatchGetItem {counters}")),
+        Some(&1),
+        "{c:?}"
+    );
     assert_eq!(c.get(&format!("PutItem {counters}")), Some(&1), "{c:?}");
-    assert_eq!(c.get(&format!("SendMessageBatch {queue}")), Some(&1), "{c:?}");
+    assert_eq!(
+        c.get(&format!("SendMessageBatch {queue}")),
+        Some(&1),
+        "{c:?}"
+    );
     rows.push(("next minute (1 due)", c));
     // the worker sees nothing new (the fire's create was the one already sent, or a newer
     // minute's): at most one more execution, and never a second one with the same id
@@ -393,7 +433,10 @@ async fn a_bad_schedules_file_stops_the_cold_start_with_file_entry_and_reason() 
         let said = format!("schedules file {}", file.display());
         assert!(stderr.contains(&said), "{name}: {stderr}");
         for needle in needles {
-            assert!(stderr.contains(needle), "{name}: {stderr}\n  missing: {needle}");
+            assert!(
+                stderr.contains(needle),
+                "{name}: {stderr}\n  missing: {needle}"
+            );
         }
     }
 }

@@ -41,7 +41,10 @@ impl DynamoDbMarks {
 }
 
 fn key(name: &str) -> HashMap<String, AttributeValue> {
-    HashMap::from([("id".to_string(), AttributeValue::S(format!("{KEY_PREFIX}{name}")))])
+    HashMap::from([(
+        "id".to_string(),
+        AttributeValue::S(format!("{KEY_PREFIX}{name}")),
+    )])
 }
 
 fn mark_of(item: &HashMap<String, AttributeValue>) -> Result<(String, Mark), MarkError> {
@@ -116,7 +119,10 @@ impl Marks for DynamoDbMarks {
         next: &Mark,
     ) -> Result<bool, MarkError> {
         let mut item = key(name);
-        item.insert("through".into(), AttributeValue::N(next.through.to_string()));
+        item.insert(
+            "through".into(),
+            AttributeValue::N(next.through.to_string()),
+        );
         if let Some(id) = &next.execution_id {
             item.insert("execution_id".into(), AttributeValue::S(id.clone()));
         }
@@ -124,7 +130,11 @@ impl Marks for DynamoDbMarks {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         item.insert("updated".into(), AttributeValue::N(now.to_string()));
-        let mut put = self.client.put_item().table_name(&self.table).set_item(Some(item));
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item));
         put = match previous {
             None => put.condition_expression("attribute_not_exists(id)"),
             Some(p) => put

@@ -180,7 +180,13 @@ fn deserialize(file: &str, text: &str) -> Result<IndexMap<String, RawEntry>, Fil
 
 /// A parser's error at `path` (`entry.field`, `entry` or `.` for the top).
 fn located_error(file: &str, path: String, reason: String) -> FileError {
+    // YAML's errors start with the path again (`nightly.cron: ...`)
     let mut parts = path.splitn(2, '.');
+    let entry = parts.clone().next().unwrap_or_default();
+    let reason = [format!("{path}: "), format!("{entry}: ")]
+        .iter()
+        .find_map(|prefix| reason.strip_prefix(prefix.as_str()))
+        .map_or(reason.clone(), str::to_string);
     match (parts.next(), parts.next()) {
         (Some(entry), field) if !entry.is_empty() && entry != "." && entry != "?" => {
             FileError::Entry {
@@ -257,7 +263,10 @@ fn check_entry(
         let Some(defn) = machines(&raw.machine) else {
             return Err(err(
                 "machine",
-                format!("unknown machine {:?}: the functions do not run it", raw.machine),
+                format!(
+                    "unknown machine {:?}: the functions do not run it",
+                    raw.machine
+                ),
             ));
         };
         // the worker's own check of a create's context (it would dead-letter the create)

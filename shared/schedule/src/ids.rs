@@ -44,7 +44,9 @@ impl IdTemplate {
                     break;
                 }
                 Some(i) if rest.as_bytes()[i] == b'}' => {
-                    return Err(format!("id template {text:?}: a '}}' with no '{{' before it"));
+                    return Err(format!(
+                        "id template {text:?}: a '}}' with no '{{' before it"
+                    ));
                 }
                 Some(i) => {
                     if i > 0 {

@@ -122,8 +122,7 @@ pub async fn tick<M: Marks, S: ExecutionStore, T: Transport>(
             continue;
         }
         if schedule.overlap == Overlap::Skip {
-            if let Some(running) = still_running(store, last_start.as_deref(), &mut report).await?
-            {
+            if let Some(running) = still_running(store, last_start.as_deref(), &mut report).await? {
                 tracing::info!(schedule = %schedule.name, execution_id = %running, "fire skipped: the previous start still runs (overlap: skip)");
                 report.skipped_overlap += 1;
                 steps.push(Step {

@@ -255,14 +255,28 @@ mod tests {
                 .next_after(utc("2026-12-06T10:00:00Z"), madrid()),
             Some(utc("2026-12-07T00:00:00Z"))
         );
-        for bad in ["0 minutes", "15", "15 weeks", "x minutes", "1 minutes 2", "-1 hours"] {
+        for bad in [
+            "0 minutes",
+            "15",
+            "15 weeks",
+            "x minutes",
+            "1 minutes 2",
+            "-1 hours",
+        ] {
             assert!(When::rate(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn bad_crons_say_why() {
-        for bad in ["", "0 3 * *", "0 0 3 * * *", "61 * * * *", "0 0 30 2 *", "nope"] {
+        for bad in [
+            "",
+            "0 3 * *",
+            "0 0 3 * * *",
+            "61 * * * *",
+            "0 0 30 2 *",
+            "nope",
+        ] {
             let e = When::cron(bad).unwrap_err();
             assert!(e.contains(&format!("{bad:?}")), "{bad:?}: {e}");
         }

@@ -25,15 +25,15 @@ fn creates(queue: &MemoryTransport) -> Vec<String> {
     queue
         .take_all()
         .into_iter()
-        .map(|m| {
-            match harel_sqs::inbound::parse(Some(&m.group_id), &m.body).expect("a create") {
+        .map(
+            |m| match harel_sqs::inbound::parse(Some(&m.group_id), &m.body).expect("a create") {
                 (group, Inbound::Create(c)) => {
                     assert_eq!(group, c.execution_id, "the id is the group");
                     c.execution_id.to_string()
                 }
                 other => panic!("not a create: {other:?}"),
-            }
-        })
+            },
+        )
         .collect()
 }
 
@@ -109,10 +109,7 @@ async fn a_cron_entry_fires_at_its_minute() {
         })
     );
     // the next minute: nothing
-    assert_eq!(
-        h.tick("2026-12-06T03:01:05Z").await,
-        TickReport::default()
-    );
+    assert_eq!(h.tick("2026-12-06T03:01:05Z").await, TickReport::default());
     // and the next day, the next one
     let started = h
         .tick_minutes("2026-12-07T02:55:05Z", "2026-12-07T03:05:05Z")
@@ -188,8 +185,20 @@ async fn two_concurrent_ticks_create_a_fire_once() {
         .await
         .unwrap();
     let (a, b) = tokio::join!(
-        tick(&schedules, &marks, &store, &queue, at("2026-12-06T10:15:02Z")),
-        tick(&schedules, &marks, &store, &queue, at("2026-12-06T10:15:40Z")),
+        tick(
+            &schedules,
+            &marks,
+            &store,
+            &queue,
+            at("2026-12-06T10:15:02Z")
+        ),
+        tick(
+            &schedules,
+            &marks,
+            &store,
+            &queue,
+            at("2026-12-06T10:15:40Z")
+        ),
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     // both sent it (neither knew of the other) ...
@@ -220,7 +229,11 @@ async fn a_retried_tick_sends_the_same_create() {
         .unwrap();
     let retried = h.tick("2026-12-06T10:15:30Z").await;
     assert_eq!(retried.started, vec!["every-20261206T1015Z"]);
-    assert_eq!(creates(&h.queue), vec!["every-20261206T1015Z"], "deduplicated");
+    assert_eq!(
+        creates(&h.queue),
+        vec!["every-20261206T1015Z"],
+        "deduplicated"
+    );
 }
 
 #[tokio::test]
@@ -230,14 +243,21 @@ async fn a_missed_hour_catches_up_once() {
     creates(&h.queue);
     // the sweeper is down from 10:01 to 11:09: 10:15, 10:30, 10:45 and 11:00 were missed
     let back = h.tick("2026-12-06T11:10:05Z").await;
-    assert_eq!(back.started, vec!["every-20261206T1100Z"], "one start, the latest fire's");
+    assert_eq!(
+        back.started,
+        vec!["every-20261206T1100Z"],
+        "one start, the latest fire's"
+    );
     assert_eq!(back.caught_up, 3);
     assert_eq!(creates(&h.queue), vec!["every-20261206T1100Z"]);
     // and then on time again
     let started = h
         .tick_minutes("2026-12-06T11:11:05Z", "2026-12-06T11:31:05Z")
         .await;
-    assert_eq!(started, vec!["every-20261206T1115Z", "every-20261206T1130Z"]);
+    assert_eq!(
+        started,
+        vec!["every-20261206T1115Z", "every-20261206T1130Z"]
+    );
 }
 
 #[tokio::test]
@@ -328,7 +348,11 @@ async fn a_tick_costs_one_read_of_all_marks() {
     for minute in 1..10 {
         h.tick(&format!("2026-12-06T02:0{minute}:05Z")).await;
     }
-    assert_eq!(h.marks.calls(), (10, 30), "idle ticks: one read each, no write");
+    assert_eq!(
+        h.marks.calls(),
+        (10, 30),
+        "idle ticks: one read each, no write"
+    );
     let due = h.tick("2026-12-06T03:00:05Z").await;
     assert_eq!(due.started, vec!["s0-20261206T0300Z"]);
     assert_eq!(h.marks.calls(), (11, 31));

@@ -111,8 +111,8 @@ pub fn create_message(
     execution_id: &str,
 ) -> Result<crate::Outgoing, crate::TransportError> {
     let body = create_body(definition_id, context, Some(execution_id));
-    let dedupe = crate::DedupeKey::Explicit(format!("create-{execution_id}"))
-        .dedupe_id(execution_id, "");
+    let dedupe =
+        crate::DedupeKey::Explicit(format!("create-{execution_id}")).dedupe_id(execution_id, "");
     crate::Outgoing::raw(execution_id.to_string(), dedupe, body)
 }
 
