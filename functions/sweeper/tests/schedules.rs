@@ -41,7 +41,7 @@ async fn counting_proxy(moto: String) -> (String, Counts) {
             };
             let (c, upstream) = (c.clone(), upstream.clone());
             tokio::spawn(async move {
-                while let Some(req) = read_request(&mut client).await {
+                if let Some(req) = read_request(&mut client).await {
                     let op = req
                         .header("x-amz-target")
                         .and_then(|t| t.rsplit('.').next())
@@ -79,11 +79,8 @@ async fn counting_proxy(moto: String) -> (String, Counts) {
                     up.write_all(&req.body).await.expect("forward");
                     let mut answer = Vec::new();
                     up.read_to_end(&mut answer).await.expect("moto answers");
-                    if client.write_all(&answer).await.is_err() {
-                        return;
-                    }
                     // moto's answer said `connection: close`: the client opens a new one
-                    return;
+                    let _ = client.write_all(&answer).await;
                 }
             });
         }
