@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
-use harel_model::Definition;
 use harel_schedule::{Schedule, Schedules};
 use serde_json::json;
 
@@ -68,8 +67,7 @@ pub async fn execute(cmd: SchedulesCommand) -> anyhow::Result<ExitCode> {
 fn load(args: &FileArgs) -> anyhow::Result<Schedules> {
     let machines = args.machines.load()?;
     let lookup = |name: &str| machines.find(name).cloned().map(Arc::new);
-    let check: Option<&dyn Fn(&str) -> Option<Arc<Definition>>> =
-        (!machines.is_empty()).then_some(&lookup);
+    let check: Option<harel_schedule::Machines<'_>> = (!machines.is_empty()).then_some(&lookup);
     let schedules = harel_schedule::load(&args.file, check)
         .map_err(|e| super::exit::refused(format_args!("{e}")))?;
     if machines.is_empty() {
