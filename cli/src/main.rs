@@ -69,6 +69,9 @@ enum Command {
     /// Inspect idempotency keys and records (why was this message skipped?)
     #[command(subcommand)]
     Idempotency(commands::idempotency::IdempotencyCommand),
+    /// A schedules file's next fire times, or start one of its entries now
+    #[command(subcommand)]
+    Schedules(commands::schedules::SchedulesCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout
     Completions { shell: clap_complete::Shell },
 }
@@ -109,6 +112,7 @@ async fn main() -> ExitCode {
         Command::Monitor(args) => commands::monitor::execute(args).await,
         Command::Purge(args) => commands::purge::execute(args).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,
+        Command::Schedules(cmd) => commands::schedules::execute(cmd).await,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "harel", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

@@ -903,3 +903,42 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
         "cancel free-2: RUNNING -> CANCELLED, forceful",
     );
 }
+
+/// `harel schedules trigger`: an entry started now through create's path (the create on the
+/// queue, the worker creates it), with the id the entry gives the current minute; the same
+/// id again is refused.
+#[tokio::test]
+async fn schedules_trigger_starts_an_entry_now() {
+    let stack = Stack::new().await;
+    let file = "../examples/schedules.yaml";
+    let args = [
+        "schedules",
+        "trigger",
+        "nightly-orders",
+        file,
+        "--machines",
+        APP_MACHINES,
+    ];
+    let out = stack.ok(&args);
+    let id = out.trim().to_string();
+    // the entry's template, nightly-orders-{date}, in Madrid
+    assert!(id.starts_with("nightly-orders-20"), "{out}");
+    assert_eq!(stack.queued().await, 1, "the create is a message");
+    stack.pump().await;
+    let exe = stack.store.load(&id).await.unwrap().expect("created");
+    assert_eq!(exe.definition_id, "Order");
+    assert_eq!(
+        exe.context["items"],
+        serde_json::json!(2),
+        "the entry's context"
+    );
+    let again = stack.harel(&args);
+    assert!(!again.status.success());
+    has(&text(&again.stderr), "already exists");
+    let unknown = stack.harel(&["schedules", "trigger", "nope", file]);
+    assert!(!unknown.status.success());
+    has(
+        &text(&unknown.stderr),
+        "no entry \"nope\" in ../examples/schedules.yaml: it has nightly-orders, approvals-sweep",
+    );
+}

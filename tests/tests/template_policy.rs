@@ -508,7 +508,26 @@ const SWEEPER: &[(&str, &str, &str)] = &[
         "TimersTable",
         "delete_timer (fire_at guarded)",
     ),
-    ("SendMessageBatch", "Queue", "Timeout publishes"),
+    (
+        "SendMessageBatch",
+        "Queue",
+        "Timeout publishes, scheduled starts' creates",
+    ),
+    (
+        "BatchGetItem",
+        "CountersTable",
+        "the schedules' marks, one read per tick (harel-schedule; with SchedulesFile)",
+    ),
+    (
+        "PutItem",
+        "CountersTable",
+        "a schedule's mark moved, conditionally (with SchedulesFile)",
+    ),
+    (
+        "GetItem",
+        "ExecutionsTable",
+        "overlap: skip reads the previous start (with SchedulesFile)",
+    ),
 ];
 
 const API: &[(&str, &str, &str)] = &[
@@ -726,6 +745,7 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
         "shared/idempotency/src",
         "shared/lambda/src",
         "shared/remote/src",
+        "shared/schedule/src",
         "functions/app/src",
         "functions/worker/src",
         "functions/relay/src",

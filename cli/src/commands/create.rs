@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use harel_model::schema::{check_context, with_defaults};
 use harel_model::{Object, Status};
-use harel_sqs::check_group_id;
+use harel_sqs::{check_group_id, Transport};
 use harel_store::ExecutionStore;
 use serde_json::{json, Value};
 
@@ -89,28 +89,7 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
     check_group_id(&id).map_err(|e| super::exit::usage(format_args!("--id {id:?}: {e}")))?;
 
     let stack = args.stack.connect().await?;
-    let transport = stack.transport(
-        "a create goes through the queue: the worker starts the execution and runs its actions",
-    )?;
-    if let Some(existing) = stack
-        .store
-        .load(&id)
-        .await
-        .map_err(|e| stack.explain(&format!("looking up {id:?}"), e))?
-    {
-        return Err(super::exit::refused(format_args!(
-            "execution {id:?} already exists ({} machine {}): choose another --id",
-            existing.status, existing.definition_id
-        )));
-    }
-    // deterministic: the same create sent twice within SQS's five minutes is dropped
-    let sender = harel_runtime::Sender::new(transport);
-    sender.create(machine, context, &id).await.map_err(|e| {
-        super::exit::aws(format_args!(
-            "sending the create to {}: {e} ({AWS_HINT})",
-            sender.transport().queue_url()
-        ))
-    })?;
+    send_create(&stack, machine, context, &id).await?;
     if defn.is_none() {
         eprintln!(
             "{}",
@@ -134,6 +113,39 @@ pub async fn execute(args: CreateArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Send the create of `id` to the stack's queue, refusing an id that exists (the path of
+/// `harel create` and `harel schedules trigger`).
+pub async fn send_create(
+    stack: &Stack,
+    machine: &str,
+    context: Object,
+    id: &str,
+) -> anyhow::Result<()> {
+    let transport = stack.transport(
+        "a create goes through the queue: the worker starts the execution and runs its actions",
+    )?;
+    if let Some(existing) = stack
+        .store
+        .load(id)
+        .await
+        .map_err(|e| stack.explain(&format!("looking up {id:?}"), e))?
+    {
+        return Err(super::exit::refused(format_args!(
+            "execution {id:?} already exists ({} machine {}): choose another --id",
+            existing.status, existing.definition_id
+        )));
+    }
+    // deterministic: the same create sent twice within SQS's five minutes is dropped
+    let sender = harel_runtime::Sender::new(transport);
+    sender.create(machine, context, id).await.map_err(|e| {
+        super::exit::aws(format_args!(
+            "sending the create to {}: {e} ({AWS_HINT})",
+            sender.transport().queue_url()
+        ))
+    })?;
+    Ok(())
 }
 
 /// How often a long `--wait` notes its progress.

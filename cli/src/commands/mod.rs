@@ -15,6 +15,7 @@ pub mod new;
 pub mod purge;
 pub mod render;
 pub mod run;
+pub mod schedules;
 pub mod send;
 pub mod serve;
 pub mod show;

@@ -35,6 +35,8 @@ pub enum BootError {
     Store(#[from] harel_store::StoreError),
     #[error("idempotency: {0}")]
     Idempotency(#[from] harel_idempotency::IdempotencyError),
+    #[error(transparent)]
+    Schedules(#[from] harel_schedule::FileError),
 }
 
 /// `main` returning this error prints its Debug form: make that the readable reason.
@@ -60,6 +62,8 @@ pub struct Booted {
     pub remote: Option<harel_remote::Clients>,
     /// The relay's bus, when events are on (`HAREL_EVENT_BUS`).
     pub bus: Option<harel_lambda::eventbridge::EventBridgeBus>,
+    /// The sweeper's: the schedules it starts (`HAREL_SCHEDULES_FILE`), with their marks.
+    pub schedules: Option<crate::sweeper::ScheduledStarts>,
 }
 
 impl Booted {
@@ -263,11 +267,24 @@ pub async fn boot_with(
     }
     let idempotency = match &config.idempotency_table {
         Some(table) if role == Role::Worker => {
-            let layer = DynamoDbPersistenceLayer::new(dynamodb, table.clone());
+            let layer = DynamoDbPersistenceLayer::new(dynamodb.clone(), table.clone());
             let settings = IdempotencyConfig::default()
                 .event_key_jmespath("messageId")
                 .expires_after_seconds(config.idempotency_expiry.as_secs());
             Some(Idempotency::new(layer, settings, "harel_worker")?)
+        }
+        _ => None,
+    };
+    // the sweeper's schedules, checked against the machines the worker will run
+    let schedules = match &config.schedules_file {
+        Some(file) if role == Role::Sweeper => {
+            let lookup = |machine: &str| driver.definition(machine).cloned();
+            let schedules = harel_schedule::load(file, Some(&lookup))?;
+            tracing::info!(file = %file.display(), schedules = schedules.entries.len(), "schedules loaded");
+            Some(crate::sweeper::ScheduledStarts {
+                schedules,
+                marks: harel_schedule::DynamoDbMarks::new(dynamodb.clone(), &config.table_prefix),
+            })
         }
         _ => None,
     };
@@ -286,6 +303,7 @@ pub async fn boot_with(
         waker,
         remote,
         bus,
+        schedules,
     })
 }
 

@@ -8,6 +8,7 @@ pub mod actions;
 pub mod aws;
 pub mod machines;
 pub mod shop;
+pub mod sweeper;
 
 pub use aws::{boot, init_tracing, BootError, Booted};
 /// Set by the functions as each invocation starts: remote actions retry within its time.

@@ -1,16 +1,16 @@
 //! The sweeper function: scheduled once a minute (fires the timers due in the minute ahead,
 //! returning at once when none is) and woken by the worker (`{"harel:wake": {"until": T}}`:
 //! a timer armed between two ticks); one EMF metrics document per invocation on stdout (with
-//! each timer's lag).
+//! each timer's lag). A scheduled tick first starts the schedules due (`HAREL_SCHEDULES_FILE`,
+//! `harel_app::sweeper`).
 
 use std::sync::Arc;
 
 use harel_lambda::logging::Invocation;
 use harel_lambda::metrics::{now_ms, sweeper_metrics, MetricsSettings};
-use harel_lambda::wake::wake_until;
-use harel_lambda::{sweep, Role, SweepPlan};
+use harel_lambda::Role;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tracing::Instrument;
 
 #[tokio::main]
@@ -32,38 +32,25 @@ async fn main() -> Result<(), Error> {
         let span = invocation.span();
         async move {
             let deadline = b.work_deadline(event.context.deadline);
-            let now = b.driver.now();
-            let c = &b.config;
-            let plan = match wake_until(&event.payload) {
-                Some(until) => {
-                    SweepPlan::woken(now, until, c.sweep_window, c.sweep_interval, deadline)
-                }
-                None => SweepPlan::scheduled(
-                    now,
-                    c.sweep_window,
-                    c.compat_sweep_minutes,
-                    c.sweep_interval,
-                    deadline,
-                ),
-            };
-            let woken = wake_until(&event.payload).is_some();
-            let report = sweep(&b.store, &b.transport, || b.driver.now(), plan).await?;
+            let run = harel_app::sweeper::invoke(&b, &event.payload, deadline).await?;
+            let report = &run.sweep;
+            let ticked = run.schedules.as_ref();
             tracing::info!(
-                woken,
+                woken = run.woken,
                 fired = report.fired,
                 polls = report.polls,
                 looks = report.looks,
                 compat_scans = report.compat_scans,
                 out_of_time = report.out_of_time,
+                scheduled_starts = ticked.map(|t| t.started.len()),
+                schedules_due = ticked.map(|t| t.due),
                 "sweep done"
             );
-            sweeper_metrics(&report, now_ms())
+            sweeper_metrics(report, now_ms())
                 .with_settings(&metrics)
                 .with_cold_start(cold_start)
                 .emit();
-            Ok::<Value, Error>(
-                json!({"fired": report.fired, "polls": report.polls, "looks": report.looks}),
-            )
+            Ok::<Value, Error>(run.answer())
         }
         .instrument(span)
     }))

@@ -14,9 +14,9 @@ use harel_stack::{
     retention_days, InvalidRetention, ACTIONS_FILE, COMPAT_SWEEP_MINUTES, DEFAULT_RETENTION_DAYS,
     DEFINITIONS_DIR, DLQ_URL, ENDPOINT_URL, EVENTS_DLQ_URL, EVENT_BUS, EVENT_MACHINES,
     EVENT_SOURCE, EVENT_STATUSES, IDEMPOTENCY_EXPIRY, IDEMPOTENCY_TABLE, LOCAL_ENDPOINT_URL,
-    MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS, SUSPEND_RECHECK, SUSPEND_RECHECK_MAX,
-    SWEEPER_FUNCTION, SWEEP_INTERVAL, SWEEP_WINDOW, TABLE_PREFIX, TIMER_SHARDS, TIME_RESERVE,
-    TRACE, TRACE_MAX, WORKER_CONCURRENCY,
+    MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS, SCHEDULES_FILE, SUSPEND_RECHECK,
+    SUSPEND_RECHECK_MAX, SWEEPER_FUNCTION, SWEEP_INTERVAL, SWEEP_WINDOW, TABLE_PREFIX,
+    TIMER_SHARDS, TIME_RESERVE, TRACE, TRACE_MAX, WORKER_CONCURRENCY,
 };
 
 /// SQS hides a message for at most 12 hours.
@@ -85,6 +85,8 @@ pub struct Config {
     pub actions_file: Option<PathBuf>,
     /// Events for the bus (None: `HAREL_EVENT_BUS` unset or empty, none written).
     pub events: Option<EventsSettings>,
+    /// The schedules file (the sweeper's: it starts them).
+    pub schedules_file: Option<PathBuf>,
 }
 
 /// Where the events go and which are written (see `harel_store::events`).
@@ -216,6 +218,7 @@ impl Config {
             definitions_dir: vars.path(DEFINITIONS_DIR, Metadata::is_dir, "not a directory")?,
             actions_file: vars.path(ACTIONS_FILE, Metadata::is_file, "no such file")?,
             events,
+            schedules_file: vars.path(SCHEDULES_FILE, Metadata::is_file, "no such file")?,
         })
     }
 }

@@ -9,7 +9,7 @@
 //! create for an existing id is a no-op, an event already processed is skipped).
 
 use harel_model::{Event, Object};
-use harel_sqs::{check_group_id, create_body, DedupeKey, Outgoing, Transport, TransportError};
+use harel_sqs::{check_group_id, DedupeKey, Outgoing, Transport, TransportError};
 use sha2::{Digest, Sha256};
 
 /// Builds and publishes the create and event messages.
@@ -18,16 +18,9 @@ pub struct Sender<T> {
     transport: T,
 }
 
-/// The create message for `execution_id` (its group and its deterministic dedupe id).
-pub fn create_message(
-    machine: &str,
-    context: Object,
-    execution_id: &str,
-) -> Result<Outgoing, TransportError> {
-    let body = create_body(machine, context, Some(execution_id));
-    let dedupe = DedupeKey::Explicit(format!("create-{execution_id}")).dedupe_id(execution_id, "");
-    Outgoing::raw(execution_id, dedupe, body)
-}
+/// The create message for `execution_id` (its group and its deterministic dedupe id): the
+/// queue's wire protocol owns it.
+pub use harel_sqs::create_message;
 
 /// The messages for `events`, in order, to `execution_id`, each deduplicated by its event id.
 pub fn event_messages(

@@ -101,6 +101,21 @@ pub fn create_body(definition_id: &str, context: Object, execution_id: Option<&s
     Event::new(CREATE_KIND).with_data(data).to_json()
 }
 
+/// The create message for execution `execution_id`, as every Rust client sends it (`harel
+/// create`, `harel schedules trigger`, the sweeper's schedules): the id is the message group,
+/// and the deduplication id is derived from it, so the same create sent twice within SQS's
+/// five minutes is dropped (later, the worker finds the execution and does nothing).
+pub fn create_message(
+    definition_id: &str,
+    context: Object,
+    execution_id: &str,
+) -> Result<crate::Outgoing, crate::TransportError> {
+    let body = create_body(definition_id, context, Some(execution_id));
+    let dedupe =
+        crate::DedupeKey::Explicit(format!("create-{execution_id}")).dedupe_id(execution_id, "");
+    crate::Outgoing::raw(execution_id.to_string(), dedupe, body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ pub mod transport;
 
 pub use dedupe::DedupeKey;
 pub use error::{EntryFailure, TransportError};
-pub use inbound::{create_body, CreateRequest, Inbound, Malformed, CREATE_KIND};
+pub use inbound::{create_body, create_message, CreateRequest, Inbound, Malformed, CREATE_KIND};
 pub use memory::MemoryTransport;
 pub use message::{check_group_id, Outgoing, Received};
 pub use sqs::SqsTransport;

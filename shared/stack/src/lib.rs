@@ -69,6 +69,9 @@ pub const EVENT_STATUSES: &str = "HAREL_EVENT_STATUSES";
 pub const EVENT_MACHINES: &str = "HAREL_EVENT_MACHINES";
 /// The standard SQS queue events that cannot be put go to, with the reason (the relay's).
 pub const EVENTS_DLQ_URL: &str = "HAREL_EVENTS_DLQ_URL";
+/// The schedules file (JSON, TOML or YAML): machines the sweeper starts on a cron or a rate
+/// (`harel_schedule`). Unset or empty: no schedules.
+pub const SCHEDULES_FILE: &str = "HAREL_SCHEDULES_FILE";
 pub const REGION: &str = "AWS_REGION";
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 /// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty

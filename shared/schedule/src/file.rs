@@ -1,0 +1,295 @@
+//! The schedules file (`HAREL_SCHEDULES_FILE`): one entry per schedule, JSON, TOML or YAML as
+//! its extension says. Read and checked once (the sweeper's cold start, `harel schedules`):
+//! an unknown field, a bad cron or rate, an unknown zone, a bad id template, an unknown
+//! machine or a context the machine's schema refuses is an error naming the file, the entry,
+//! the field and the reason (with the parser's line and column where it gives them).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use harel_model::schema::{check_context, with_defaults};
+use harel_model::{Definition, Object};
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use crate::ids::IdTemplate;
+use crate::timing::When;
+
+/// What to do with a fire while the execution the previous fire started still runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Overlap {
+    /// Drop the fire (the next one looks again).
+    #[default]
+    Skip,
+    /// Start it anyway.
+    Allow,
+}
+
+/// What to do with the fires missed while no tick ran (the sweeper down, throttled, failing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatchUp {
+    /// Start one execution for all of them (the latest fire's).
+    #[default]
+    Once,
+    /// Start none; wait for the next fire.
+    Skip,
+}
+
+/// One checked entry of the file.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    pub name: String,
+    pub machine: String,
+    pub when: When,
+    pub zone: Tz,
+    /// The create's context as written (the worker fills the machine's defaults).
+    pub context: Object,
+    pub id: IdTemplate,
+    pub overlap: Overlap,
+    pub catch_up: CatchUp,
+}
+
+impl Schedule {
+    /// The execution id of the fire at `fire`.
+    pub fn execution_id(&self, fire: DateTime<Utc>) -> String {
+        self.id.render(&self.name, &self.machine, fire, self.zone)
+    }
+}
+
+/// Every entry of a schedules file, in the file's order.
+#[derive(Clone, Debug, Default)]
+pub struct Schedules {
+    pub file: String,
+    pub entries: Vec<Schedule>,
+}
+
+impl Schedules {
+    pub fn get(&self, name: &str) -> Option<&Schedule> {
+        self.entries.iter().find(|s| s.name == name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|s| s.name.as_str())
+    }
+}
+
+/// A schedules file that cannot be used, and where.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FileError {
+    #[error("schedules file {file}: {reason}")]
+    File { file: String, reason: String },
+    #[error("schedules file {file}, entry {entry:?}, {field}: {reason}")]
+    Entry {
+        file: String,
+        entry: String,
+        field: String,
+        reason: String,
+    },
+}
+
+/// The machines a file's entries may start: a machine's definition by name (None: unknown).
+pub type Machines<'a> = &'a dyn Fn(&str) -> Option<Arc<Definition>>;
+
+/// How an entry is written (before its fields are checked).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    machine: String,
+    #[serde(default)]
+    cron: Option<String>,
+    #[serde(default)]
+    rate: Option<String>,
+    #[serde(default)]
+    timezone: Option<String>,
+    #[serde(default)]
+    context: Option<Object>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    overlap: Overlap,
+    #[serde(default)]
+    catch_up: CatchUp,
+}
+
+/// The longest entry name: it is part of the default ids (SQS takes 128 characters).
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Read and check the file at `path`; `machines` (None: not checked, the CLI without
+/// machines) are the ones its entries may start.
+pub fn load(path: &Path, machines: Option<Machines<'_>>) -> Result<Schedules, FileError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| FileError::File {
+        file: file.clone(),
+        reason: format!("cannot read it: {e}"),
+    })?;
+    parse(&file, &text, machines)
+}
+
+/// Check the text of the file named `file` (its extension tells the format).
+pub fn parse(
+    file: &str,
+    text: &str,
+    machines: Option<Machines<'_>>,
+) -> Result<Schedules, FileError> {
+    let raw = deserialize(file, text)?;
+    let mut entries = Vec::with_capacity(raw.len());
+    for (name, entry) in raw {
+        entries.push(check_entry(file, name, entry, machines)?);
+    }
+    Ok(Schedules {
+        file: file.to_string(),
+        entries,
+    })
+}
+
+fn deserialize(file: &str, text: &str) -> Result<IndexMap<String, RawEntry>, FileError> {
+    let extension = Path::new(file)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let located = |path: String, reason: String| located_error(file, path, reason);
+    match extension.as_deref() {
+        Some("json") => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            serde_path_to_error::deserialize(&mut de)
+                .map_err(|e| located(e.path().to_string(), e.inner().to_string()))
+        }
+        Some("toml") => {
+            let de = toml::Deserializer::parse(text).map_err(|e| FileError::File {
+                file: file.to_string(),
+                reason: one_line(&e.to_string()),
+            })?;
+            serde_path_to_error::deserialize(de)
+                .map_err(|e| located(e.path().to_string(), one_line(&e.inner().to_string())))
+        }
+        Some("yaml" | "yml") => {
+            let de = serde_yaml_ng::Deserializer::from_str(text);
+            serde_path_to_error::deserialize(de)
+                .map_err(|e| located(e.path().to_string(), e.inner().to_string()))
+        }
+        _ => Err(FileError::File {
+            file: file.to_string(),
+            reason: "the extension must tell the format: .json, .toml, .yaml or .yml".into(),
+        }),
+    }
+}
+
+/// A parser's error at `path` (`entry.field`, `entry` or `.` for the top).
+fn located_error(file: &str, path: String, reason: String) -> FileError {
+    // YAML's errors start with the path again (`nightly.cron: ...`)
+    let mut parts = path.splitn(2, '.');
+    let entry = parts.clone().next().unwrap_or_default();
+    let reason = [format!("{path}: "), format!("{entry}: ")]
+        .iter()
+        .find_map(|prefix| reason.strip_prefix(prefix.as_str()))
+        .map_or(reason.clone(), str::to_string);
+    match (parts.next(), parts.next()) {
+        (Some(entry), field) if !entry.is_empty() && entry != "." && entry != "?" => {
+            FileError::Entry {
+                file: file.to_string(),
+                entry: entry.to_string(),
+                field: field.map_or_else(|| "fields".to_string(), str::to_string),
+                reason,
+            }
+        }
+        _ => FileError::File {
+            file: file.to_string(),
+            reason,
+        },
+    }
+}
+
+/// TOML's errors quote the line with a caret over several lines: one line for a log.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "|")
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn check_entry(
+    file: &str,
+    name: String,
+    raw: RawEntry,
+    machines: Option<Machines<'_>>,
+) -> Result<Schedule, FileError> {
+    let err = |field: &str, reason: String| FileError::Entry {
+        file: file.to_string(),
+        entry: name.clone(),
+        field: field.to_string(),
+        reason,
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    if !name_ok {
+        return Err(err(
+            "name",
+            format!("1 to {MAX_NAME_LEN} letters, digits, '-', '_' or '.' (it is part of the execution ids)"),
+        ));
+    }
+    let zone = match &raw.timezone {
+        None => Tz::UTC,
+        Some(z) => z.parse::<Tz>().map_err(|_| {
+            err(
+                "timezone",
+                format!("unknown time zone {z:?} (an IANA name such as Europe/Madrid or UTC)"),
+            )
+        })?,
+    };
+    let when = match (&raw.cron, &raw.rate) {
+        (Some(cron), None) => When::cron(cron).map_err(|e| err("cron", e))?,
+        (None, Some(rate)) => When::rate(rate).map_err(|e| err("rate", e))?,
+        (Some(_), Some(_)) => {
+            return Err(err("cron", "give either cron or rate, not both".into()));
+        }
+        (None, None) => {
+            return Err(err(
+                "cron",
+                "missing: give cron (\"0 3 * * *\") or rate (\"15 minutes\")".into(),
+            ));
+        }
+    };
+    let context = raw.context.unwrap_or_default();
+    if let Some(machines) = machines {
+        let Some(defn) = machines(&raw.machine) else {
+            return Err(err(
+                "machine",
+                format!(
+                    "unknown machine {:?}: the functions do not run it",
+                    raw.machine
+                ),
+            ));
+        };
+        // the worker's own check of a create's context (it would dead-letter the create)
+        let filled = with_defaults(&defn.context_schema, &context);
+        check_context(&defn.context_schema, &filled, true).map_err(|e| {
+            err(
+                "context",
+                format!("machine {} refuses it: {e}", raw.machine),
+            )
+        })?;
+    }
+    let template = raw.id.as_deref().unwrap_or(crate::ids::DEFAULT_TEMPLATE);
+    let id = IdTemplate::parse(template).map_err(|e| err("id", e))?;
+    let schedule = Schedule {
+        name: name.clone(),
+        machine: raw.machine,
+        when,
+        zone,
+        context,
+        id,
+        overlap: raw.overlap,
+        catch_up: raw.catch_up,
+    };
+    crate::ids::check_distinct(&schedule).map_err(|e| err("id", e))?;
+    Ok(schedule)
+}
