@@ -180,6 +180,14 @@ pub fn run_many(
                 &mut log,
             )?;
         }
+        if report.cases % 100 == 0 {
+            log(&format!(
+                "{} cases in {:.0} s, {} differ",
+                report.cases,
+                started.elapsed().as_secs_f64(),
+                report.divergences.len()
+            ));
+        }
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)

@@ -12,8 +12,9 @@ use serde_json::Value;
 use crate::differential::{normalize, Case, HarnessError, RunOutput};
 use crate::textdiff::line_diff;
 
-/// How long one run of our binary may take before it counts as hung.
-const RUST_LIMIT: Duration = Duration::from_secs(20);
+/// How long one run of our binary may take before it counts as hung (wall time, generous:
+/// on a loaded machine a run may wait long for a core).
+const RUST_LIMIT: Duration = Duration::from_secs(120);
 
 /// harel Python answering one case a line.
 pub struct PythonSide {
