@@ -108,11 +108,12 @@ def _bind_stand_ins(defn, answers: Answers) -> None:
 
 def _by_fire_at(store_class):
     """`store_class` sweeping due timers earliest first, as harel's DynamoDBStore does (its
-    DictStore sweeps them in the order their keys were first armed)."""
+    DictStore sweeps them in the order their keys were first armed). Ties go by path, the
+    order of the durable stores' key (our contract, and our stores' order)."""
 
     class ByFireAt(store_class):
         def due_timers(self, now: float):
-            return sorted(super().due_timers(now), key=lambda t: t[2])
+            return sorted(super().due_timers(now), key=lambda t: (t[2], t[1]))
 
     return ByFireAt
 

@@ -276,6 +276,12 @@ impl Gen {
     /// The transitions among one body's states (siblings only).
     fn transitions(&mut self, body: &mut Body, scope: Scope) {
         let names: Vec<String> = body.states.iter().map(|s| s.name.clone()).collect();
+        let plain: Vec<String> = body
+            .states
+            .iter()
+            .filter(|s| matches!(s.kind, Kind::Leaf | Kind::Final(_)))
+            .map(|s| s.name.clone())
+            .collect();
         let mut out = Vec::new();
         for (i, state) in body.states.iter().enumerate() {
             if is_final(state) {
@@ -298,8 +304,11 @@ impl Gen {
                         },
                     });
                 }
-                Kind::Invoke { body: inner, .. } => {
-                    let ok = pick_other(&mut self.rng);
+                // `Returned` routes to a leaf or a final only: leaving an invoking state
+                // cancels its child, whose `Returned` still arrives, so two invoking states
+                // routing `Returned` to each other ping-pong for ever (on harel and ours)
+                Kind::Invoke { body: inner, .. } if !plain.is_empty() => {
+                    let ok = plain[self.rng.usize(..plain.len())].clone();
                     let mut set = vec![];
                     if let Some(key) = inner.carry.first() {
                         if scope.keys & key_bit(key) != 0 && self.chance(50) {
@@ -318,7 +327,7 @@ impl Gen {
                         set,
                         route: Route::To(ok),
                     });
-                    let other = pick_other(&mut self.rng);
+                    let other = plain[self.rng.usize(..plain.len())].clone();
                     out.push(Transition {
                         from: state.name.clone(),
                         on: Some(Trigger {
