@@ -276,23 +276,23 @@ impl Gen {
     /// The transitions among one body's states (siblings only).
     fn transitions(&mut self, body: &mut Body, scope: Scope) {
         let names: Vec<String> = body.states.iter().map(|s| s.name.clone()).collect();
-        let plain: Vec<String> = body
-            .states
-            .iter()
-            .filter(|s| matches!(s.kind, Kind::Leaf | Kind::Final(_)))
-            .map(|s| s.name.clone())
-            .collect();
+
         let mut out = Vec::new();
         for (i, state) in body.states.iter().enumerate() {
             if is_final(state) {
                 continue;
             }
-            let others: Vec<&String> = names.iter().filter(|n| **n != state.name).collect();
-            let pick_other = |rng: &mut Rng| others[rng.usize(..others.len())].clone();
+            let plain: Vec<String> = body.states[i + 1..]
+                .iter()
+                .filter(|s| matches!(s.kind, Kind::Leaf | Kind::Final(_)))
+                .map(|s| s.name.clone())
+                .collect();
             match &state.kind {
-                Kind::Orthogonal { .. } => {
-                    let to = pick_other(&mut self.rng);
-                    let otherwise = pick_other(&mut self.rng);
+                // a join goes forward, like an automatic transition: regions that finish at
+                // once would otherwise close a cycle of automatic moves
+                Kind::Orthogonal { .. } if i + 1 < names.len() => {
+                    let to = names[self.rng.usize(i + 1..names.len())].clone();
+                    let otherwise = names[self.rng.usize(i + 1..names.len())].clone();
                     out.push(Transition {
                         from: state.name.clone(),
                         on: None,
@@ -304,9 +304,10 @@ impl Gen {
                         },
                     });
                 }
-                // `Returned` routes to a leaf or a final only: leaving an invoking state
-                // cancels its child, whose `Returned` still arrives, so two invoking states
-                // routing `Returned` to each other ping-pong for ever (on harel and ours)
+                // `Returned` routes forward to a leaf or a final only: leaving an invoking
+                // state cancels its child, whose `Returned` still arrives, so two invoking
+                // states routing `Returned` to each other ping-pong for ever (on harel and
+                // ours), and a child that finishes at once is an automatic move
                 Kind::Invoke { body: inner, .. } if !plain.is_empty() => {
                     let ok = plain[self.rng.usize(..plain.len())].clone();
                     let mut set = vec![];
@@ -483,6 +484,13 @@ impl Gen {
             };
             let expr = if key == "tag" {
                 format!("\"{}\"", ["a", "b", "c"][self.rng.usize(..3)])
+            } else if key == "wait" {
+                // `timeout context wait` stays positive: a timeout of 0 s re-armed by its own
+                // `Timeout` is due again in the same sweep, for ever
+                match self.rng.bool() {
+                    true => format!("context.wait + {}", self.rng.u8(1..10)),
+                    false => format!("{}", self.rng.u8(5..40)),
+                }
             } else {
                 match self.rng.u8(..5) {
                     0 => format!("context.{key} + {}", self.rng.u8(1..4)),
