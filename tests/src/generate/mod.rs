@@ -39,7 +39,10 @@ impl Harness {
     pub fn start() -> Result<Harness, HarnessError> {
         let python = harel_python()?;
         let runner = workspace_root().join("tests/differential/run_harel.py");
-        let scratch = std::env::temp_dir().join(format!("harel-gen-{}", std::process::id()));
+        // one directory per harness: tests run side by side in one process
+        static HARNESSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = HARNESSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let scratch = std::env::temp_dir().join(format!("harel-gen-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&scratch).map_err(|source| HarnessError::Spawn {
             what: format!("mkdir {}", scratch.display()),
             source,

@@ -87,7 +87,13 @@ pub fn run_ours(harel: &Path, case: &Case, machines: &Path) -> Result<RunOutput,
         source,
     };
     let dir = std::env::temp_dir();
-    let stem = format!("harel-gen-{}-{}", std::process::id(), case.name);
+    // the case's name and machine file: unique among the runs in flight
+    let stem = format!(
+        "harel-gen-{}-{}-{}",
+        std::process::id(),
+        case.name,
+        case.machine.replace(['/', '.'], "_")
+    );
     let (out_path, err_path) = (
         dir.join(format!("{stem}.out")),
         dir.join(format!("{stem}.err")),
