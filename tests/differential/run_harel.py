@@ -8,6 +8,7 @@ command line as our `harel run --json`, and prints the final root Execution as h
                  [--selector NAME=VALUE ...] [--fail NAME ...] [--timers-by-fire-at]
                  [--children]
     run_harel.py --batch    < [[ARGS...], ...]     (many runs, one Python start-up)
+    run_harel.py --serve    (one JSON argument list a line in, one result a line out)
 
 It answers actions the way our CLI does: an action that does not import for real is a
 no-op returning None, and `--selector NAME=VALUE` fixes what a selector returns (NAME: the
@@ -107,11 +108,12 @@ def _bind_stand_ins(defn, answers: Answers) -> None:
 
 def _by_fire_at(store_class):
     """`store_class` sweeping due timers earliest first, as harel's DynamoDBStore does (its
-    DictStore sweeps them in the order their keys were first armed)."""
+    DictStore sweeps them in the order their keys were first armed). Ties go by path, the
+    order of the durable stores' key (our contract, and our stores' order)."""
 
     class ByFireAt(store_class):
         def due_timers(self, now: float):
-            return sorted(super().due_timers(now), key=lambda t: t[2])
+            return sorted(super().due_timers(now), key=lambda t: (t[2], t[1]))
 
     return ByFireAt
 
@@ -127,7 +129,17 @@ def _load(path: Path, name):
 
     key = (path.resolve(), name, path.stat().st_mtime_ns)
     if key not in _LOADED:
-        _LOADED[key] = (parse(path.read_text()).bindings, definition_from_dsl_file(path, name))
+        import harel.dsl.loader as loader
+
+        # the loader parses the text again: hand it this parse (Earley parsing dominates)
+        text = path.read_text()
+        program = parse(text)
+        real_parse = loader.parse
+        loader.parse = lambda t, *a, **k: program if t == text else real_parse(t, *a, **k)
+        try:
+            _LOADED[key] = (program.bindings, definition_from_dsl_file(path, name))
+        finally:
+            loader.parse = real_parse
     bindings, defn = _LOADED[key]
     return bindings, copy.deepcopy(defn)
 
@@ -222,5 +234,63 @@ def batch() -> int:
     return 0
 
 
+def _run_captured(argv: list[str]) -> dict:
+    """One run with its stdout and stderr captured; a crash is that run's result (code 3)."""
+    import contextlib
+    import io
+    import traceback
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+            if not isinstance(exc.code, int):
+                print(exc.code, file=sys.stderr)
+        except Exception:
+            traceback.print_exc()
+            code = 3
+    return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
+class _Hung(BaseException):  # not caught as a crash of the run
+    pass
+
+
+def serve() -> int:
+    """`--serve`: the generative test's long-lived harel. Each stdin line is a JSON argument
+    list; each run's `{"code", "stdout", "stderr"}` is printed as one line and flushed. A run
+    that spends more than `HAREL_SERVE_TIMEOUT` seconds (10) of CPU is cut off with code 4:
+    harel loops for ever on some machines, and the rest of the cases must still run (CPU
+    time, not wall time: on a loaded machine a run may wait long for a core)."""
+    import os
+    import signal
+
+    limit = int(os.environ.get("HAREL_SERVE_TIMEOUT", "10"))
+
+    def on_alarm(signum, frame):
+        raise _Hung()
+
+    signal.signal(signal.SIGVTALRM, on_alarm)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        if len(_LOADED) > 32:  # every generated case is a new machine: keep memory flat
+            _LOADED.clear()
+        signal.setitimer(signal.ITIMER_VIRTUAL, limit)
+        try:
+            result = _run_captured(json.loads(line))
+        except _Hung:
+            result = {"code": 4, "stdout": "", "stderr": f"harel did not finish in {limit} s of CPU"}
+        finally:
+            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--serve"]:
+        raise SystemExit(serve())
     raise SystemExit(batch() if sys.argv[1:] == ["--batch"] else main(sys.argv[1:]))

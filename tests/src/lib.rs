@@ -2,4 +2,5 @@
 
 pub mod differential;
 pub mod fault;
+pub mod generate;
 pub mod textdiff;

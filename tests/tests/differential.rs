@@ -79,7 +79,12 @@ fn run_both(cases: &[Case], show_reproducer: bool) -> Vec<String> {
 
 #[test]
 fn harel_python_and_ours_end_every_case_in_the_same_execution() {
-    let cases = load_cases(&corpus_dir().join("cases.json")).expect("the corpus loads");
+    let mut cases = load_cases(&corpus_dir().join("cases.json")).expect("the corpus loads");
+    // the divergences the generator found, kept (tests/tests/generated_differential.rs)
+    let generated = corpus_dir().join("generated.json");
+    if generated.exists() {
+        cases.extend(load_cases(&generated).expect("generated.json loads"));
+    }
     // an optional filter, as a substring of the case names: DIFFERENTIAL_ONLY=timer_
     let only = std::env::var("DIFFERENTIAL_ONLY").unwrap_or_default();
     let cases: Vec<Case> = cases
