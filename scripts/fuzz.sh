@@ -20,7 +20,7 @@ run() {
   local crate="$1" test="$2"
   # one property at a time: each gets the time box to itself
   cargo test -q -p "$crate" --test "$test" -- --nocapture --test-threads 1 2>&1 \
-    | grep -E '^fuzz |panicked|minimal input|^test result|FAILED' || status=1
+    | grep -oE 'fuzz [^:]+: [0-9]+ cases in [0-9.]+ s|panicked.*|minimal input.*|test result.*|.*FAILED.*' || status=1
 }
 run harel-lang fuzz
 run harel-sqs fuzz
