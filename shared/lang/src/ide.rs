@@ -440,6 +440,10 @@ fn collect_decls(
 /// actions use that nothing binds yet: read from the parse tree, since the `Program`
 /// keeps no positions for either.
 fn collect_actions(text: &str, idx: &mut SymbolIndex, file: Option<&Path>) {
+    // too deep for pest on a small stack: `parse` has reported it already
+    if crate::nesting::check(text, "").is_err() {
+        return;
+    }
     let Ok(mut pairs) = StmParser::parse(Rule::start, text) else {
         return;
     };

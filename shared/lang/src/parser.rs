@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 use harel_model::pyrepr::{py_repr, py_str};
 
 use crate::error::{ErrorKind, LangError, Pos};
+use crate::position::Lines;
 use crate::syntax;
 use crate::unquote::unquote;
 
@@ -59,10 +60,15 @@ pub struct Program {
 
 /// Parse `text`; `origin` names the file in errors.
 pub fn parse(text: &str, origin: &str) -> Result<Program, LangError> {
+    crate::nesting::check(text, origin)?;
     let mut pairs =
         StmParser::parse(Rule::start, text).map_err(|e| syntax::error(text, origin, e))?;
     let start = pairs.next().expect("a successful parse yields `start`");
-    let mut cx = Cx { text, origin };
+    let mut cx = Cx {
+        text,
+        origin,
+        lines: Lines::new(text),
+    };
     cx.start(start)
 }
 
@@ -72,6 +78,7 @@ type R<T> = Result<T, LangError>;
 struct Cx<'t> {
     text: &'t str,
     origin: &'t str,
+    lines: Lines<'t>,
 }
 
 /// A predicate tree before it becomes an on_event dict (harel's tagged tuples).
@@ -112,10 +119,6 @@ enum Item {
         inline: Option<Object>,
     },
     Key(&'static str, Value),
-}
-
-fn pos_of(pair: &Pair<'_, Rule>) -> Pos {
-    pair.as_span().start_pos().line_col()
 }
 
 fn pos_value(pos: Pos) -> Value {
@@ -208,6 +211,11 @@ fn pred_to_dict(node: &Pred) -> Object {
 const MACHINE_ONLY: [(&str, &str); 2] = [("ttl", "ttl"), ("context_schema", "context")];
 
 impl<'t> Cx<'t> {
+    /// Where `pair` starts.
+    fn pos(&self, pair: &Pair<'_, Rule>) -> Pos {
+        self.lines.pos(pair.as_span().start())
+    }
+
     fn err(&self, pos: Pos, message: impl Into<String>) -> LangError {
         LangError::at(ErrorKind::Semantic, self.origin, self.text, pos, message)
     }
@@ -227,7 +235,7 @@ impl<'t> Cx<'t> {
     // --- leaves ---
 
     fn string(&self, pair: &Pair<'_, Rule>) -> R<String> {
-        unquote(pair.as_str()).map_err(|e| self.err(pos_of(pair), e.to_string()))
+        unquote(pair.as_str()).map_err(|e| self.err(self.pos(pair), e.to_string()))
     }
 
     /// `?ref: NAME | STRING`
@@ -258,10 +266,10 @@ impl<'t> Cx<'t> {
         if s.contains(['.', 'e', 'E']) {
             let x: f64 = s
                 .parse()
-                .map_err(|_| self.err(pos_of(pair), format!("invalid number {s}")))?;
+                .map_err(|_| self.err(self.pos(pair), format!("invalid number {s}")))?;
             return serde_json::Number::from_f64(x)
                 .map(Value::Number)
-                .ok_or_else(|| self.err(pos_of(pair), format!("number {s} is out of range")));
+                .ok_or_else(|| self.err(self.pos(pair), format!("number {s} is out of range")));
         }
         self.int(pair)
     }
@@ -275,7 +283,10 @@ impl<'t> Cx<'t> {
             return Ok(Value::from(n));
         }
         // Python ints are unbounded; JSON documents here hold 64 bits
-        Err(self.err(pos_of(pair), format!("integer {s} does not fit in 64 bits")))
+        Err(self.err(
+            self.pos(pair),
+            format!("integer {s} does not fit in 64 bits"),
+        ))
     }
 
     /// `_namespaced`: `event.x` / `context.x`, one field below the namespace.
@@ -307,7 +318,7 @@ impl<'t> Cx<'t> {
 
     /// `action`: an `ActionSpec` marker (a bare NAME is a handler, a DOTTED path a literal).
     fn action(&self, pair: Pair<'_, Rule>) -> R<Value> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let written = pair.as_str().to_string();
         let mut inner = pair.into_inner();
         let head = inner.next().expect("action has an action_ref");
@@ -376,7 +387,7 @@ impl<'t> Cx<'t> {
     }
 
     fn comparison(&self, pair: Pair<'_, Rule>) -> R<Pred> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let mut inner = pair.into_inner();
         let left = inner.next().expect("comparison left");
         let op = op_name(inner.next().expect("comparison op").as_str());
@@ -437,7 +448,7 @@ impl<'t> Cx<'t> {
     }
 
     fn assignment(&self, pair: Pair<'_, Rule>) -> R<Value> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let mut inner = pair.into_inner();
         let target = inner.next().expect("assignment target");
         inner.next(); // `=`
@@ -469,7 +480,7 @@ impl<'t> Cx<'t> {
     }
 
     fn operand(&self, pair: Pair<'_, Rule>) -> R<Value> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         match pair.as_rule() {
             Rule::op_ref => {
                 let (source, field) = self.namespaced(pair.as_str(), pos)?;
@@ -482,7 +493,7 @@ impl<'t> Cx<'t> {
     // --- transitions ---
 
     fn transition(&self, pair: Pair<'_, Rule>) -> R<Object> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let mut refs = Vec::new();
         let mut trig = None;
         let mut set = None;
@@ -503,7 +514,7 @@ impl<'t> Cx<'t> {
     }
 
     fn choice_trans(&self, pair: Pair<'_, Rule>) -> R<Object> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let mut src = None;
         let mut trig = None;
         let mut set = None;
@@ -566,7 +577,7 @@ impl<'t> Cx<'t> {
     }
 
     fn selector_trans(&self, pair: Pair<'_, Rule>) -> R<Object> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let mut src = None;
         let mut action = None;
         let mut enum_ = None;
@@ -627,7 +638,7 @@ impl<'t> Cx<'t> {
     /// `join all|any` desugars to a selector over `region_results` using the shipped
     /// aggregator, which returns "pass"/"fail".
     fn join(&self, pair: Pair<'_, Rule>, mode: &str) -> R<Object> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let refs = pair
             .into_inner()
             .filter(|p| matches!(p.as_rule(), Rule::NAME | Rule::STRING))
@@ -714,7 +725,7 @@ impl<'t> Cx<'t> {
                             each = Some((r[0].clone(), r[1].clone()));
                         }
                         Rule::inline_machine => {
-                            let pos = pos_of(&p);
+                            let pos = self.pos(&p);
                             let cfg = self.assemble(p)?;
                             self.refuse_machine_only(
                                 &cfg,
@@ -742,7 +753,7 @@ impl<'t> Cx<'t> {
                 Item::State(name, cfg, pos)
             }
             Rule::final_decl => {
-                let pos = pos_of(&pair);
+                let pos = self.pos(&pair);
                 let mut inner = pair.clone().into_inner();
                 inner.next(); // `final`
                 let name = self.ref_(inner.next().expect("final name"))?;
@@ -763,7 +774,7 @@ impl<'t> Cx<'t> {
     }
 
     fn context_field(&self, pair: Pair<'_, Rule>) -> R<(String, Value)> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let mut name = None;
         let mut type_ = None;
         let mut optional = false;
@@ -798,7 +809,7 @@ impl<'t> Cx<'t> {
     }
 
     fn use_stmt(&self, pair: Pair<'_, Rule>) -> R<Object> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let mut fragment = None;
         let mut alias = Value::Null;
         let mut args = Object::new();
@@ -896,7 +907,7 @@ impl<'t> Cx<'t> {
     }
 
     fn state_decl(&mut self, pair: Pair<'_, Rule>) -> R<(String, Object, Pos)> {
-        let pos = pos_of(&pair);
+        let pos = self.pos(&pair);
         let mut inner = pair.clone().into_inner();
         let kind = inner.next().expect("state kind").as_str().to_string();
         let name = self.ref_(inner.next().expect("state name"))?;
@@ -939,7 +950,7 @@ impl<'t> Cx<'t> {
     fn start(&mut self, pair: Pair<'_, Rule>) -> R<Program> {
         let mut prog = Program::default();
         for stmt in pair.into_inner() {
-            let pos = pos_of(&stmt);
+            let pos = self.pos(&stmt);
             match stmt.as_rule() {
                 Rule::import_stmt => {
                     let mut inner = stmt

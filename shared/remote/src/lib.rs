@@ -19,6 +19,7 @@
 
 pub mod client;
 pub mod contract;
+mod depth;
 pub mod function;
 pub mod map;
 pub mod secrets;

@@ -188,6 +188,7 @@ impl ActionMap {
             origin: origin.to_string(),
             message,
         };
+        crate::depth::check(text).map_err(err)?;
         let value: Value = match format {
             Format::Json => serde_json::from_str(text).map_err(|e| err(e.to_string()))?,
             Format::Toml => {
