@@ -131,7 +131,7 @@ def check():
             return [m["Body"] for m in got]
 
     def cancelled_transaction():
-        """A transaction whose second item's condition fails: both items as they were."""
+        """A transaction whose last item's condition fails: every item as it was."""
         with mock_aws():
             ddb = boto3.client("dynamodb", region_name="us-east-1")
             ddb.create_table(

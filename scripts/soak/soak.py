@@ -351,7 +351,10 @@ def main(argv):
     try:
         return drive(args, soak, worker, started)
     except Failed as e:
-        print(f"soak: FAILED: {e}\nthe worker's last lines ({args.log}):\n{worker.tail()}", file=sys.stderr)
+        print(
+            f"soak: FAILED: {e}\nthe worker's last lines ({args.log}):\n{worker.tail()}",
+            file=sys.stderr,
+        )
         return 1
     finally:
         worker.stop()
@@ -414,7 +417,9 @@ def drive(args, soak, worker, started):
         with open(args.summary, "w") as f:
             json.dump(
                 {
-                    "samples": [{"events": e, "rss_kb": r, "cpu_us_per_event": c} for e, r, c in samples],
+                    "samples": [
+                        {"events": e, "rss_kb": r, "cpu_us_per_event": c} for e, r, c in samples
+                    ],
                     "baseline_kb": baseline,
                     "peak_kb": peak,
                     "executions": args.executions,

@@ -68,7 +68,11 @@ async fn memory_stays_flat_over_2000_events() {
     let summary: serde_json::Value = serde_json::from_str(&text).expect("JSON");
 
     // the script's verdict, checked again from its figures
-    assert_eq!(summary["read_back_problems"], serde_json::json!([]), "{printed}");
+    assert_eq!(
+        summary["read_back_problems"],
+        serde_json::json!([]),
+        "{printed}"
+    );
     assert_eq!(summary["flips_sent"], EVENTS, "{printed}");
     let mb = |kb: &serde_json::Value| kb.as_f64().expect("kB") / 1024.0;
     let rss: Vec<f64> = summary["samples"]
