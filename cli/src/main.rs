@@ -46,6 +46,9 @@ enum Command {
     Create(commands::create::CreateArgs),
     /// Send events to an execution on the deployed stack
     Send(commands::send::SendArgs),
+    /// Complete or fail a callback token (harel.lib.callback_token) on the deployed stack
+    #[command(subcommand)]
+    Callback(commands::callback::CallbackCommand),
     /// An execution's recorded steps as a timeline
     Trace(commands::trace::TraceArgs),
     /// Cancel an execution: cooperative when its machine models Cancel, forceful otherwise
@@ -91,6 +94,7 @@ async fn main() -> ExitCode {
         Command::Show(args) => commands::show::execute(args).await,
         Command::Create(args) => commands::create::execute(args).await,
         Command::Send(args) => commands::send::execute(args).await,
+        Command::Callback(command) => commands::callback::execute(command).await,
         Command::Trace(args) => commands::trace::execute(args).await,
         Command::Cancel(args) => {
             commands::control::execute(commands::control::Request::Cancel(args)).await

@@ -1,6 +1,7 @@
 //! One module per subcommand: its clap arguments and an `execute` that returns the exit code.
 
 pub mod active;
+pub mod callback;
 pub mod clock;
 pub mod control;
 pub mod create;

@@ -27,6 +27,8 @@ pub enum BootError {
     ActionMap(#[from] harel_remote::MapError),
     #[error("remote actions: {0}")]
     Remote(#[from] harel_remote::BindError),
+    #[error("callback tokens: {0}")]
+    Callback(#[from] harel_hooks::SecretError),
     #[error("machine {id} of {file} has the name of a machine compiled into the functions")]
     DuplicateMachine { id: String, file: String },
     #[error("store: {0}")]
@@ -134,6 +136,7 @@ pub async fn driver_with(
         (None, Some(dir)) => harel_remote::map_in_dir(dir)?,
         (None, None) => None,
     };
+    bind_callback_token(&mut registry, sdk, runs_actions).await?;
     let mut remote = None;
     if let Some(file) = map_file {
         let map = harel_remote::ActionMap::load(&file)?;
@@ -158,6 +161,35 @@ pub async fn driver_with(
         remote = Some(clients);
     }
     Ok((checked(Driver::new(definitions, registry))?, remote))
+}
+
+/// `harel.lib.callback_token`, when the stack has a callback secret
+/// (`HAREL_CALLBACK_SECRET`, read once here); without one a machine naming it fails the
+/// unbound-actions check at cold start. A function that runs no action (the sweeper) reads
+/// no secret: its binding fails if ever called.
+async fn bind_callback_token(
+    registry: &mut harel_runtime::ActionRegistry,
+    sdk: Option<&aws_config::SdkConfig>,
+    runs_actions: bool,
+) -> Result<(), BootError> {
+    use harel_hooks::callback;
+    if !runs_actions {
+        if std::env::var_os(callback::SECRET_VAR).is_some() {
+            registry.register_fn(callback::CALLBACK_TOKEN, |_ctx, _event, _inputs| {
+                Err(harel_runtime::ActionError::new(
+                    "RuntimeError",
+                    "this function runs no action (callback tokens are made by the worker)",
+                ))
+            });
+        }
+        return Ok(());
+    }
+    let reader = sdk.map(harel_remote::AwsReader::new);
+    if let Some(key) = harel_hooks::CallbackKey::from_env(reader.as_ref()).await? {
+        callback::register(registry, key, Arc::new(harel_runtime::SystemClock));
+        tracing::info!("callback tokens enabled");
+    }
+    Ok(())
 }
 
 /// Add the remote actions' calls since the last invocation to its metrics (documents with

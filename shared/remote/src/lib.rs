@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 pub use client::{bind, set_invocation_deadline, BindError, CallStats, Clients, RemoteAction};
 pub use contract::{request, Answer};
 pub use map::{ActionMap, Binding, Format, HeaderSource, MapError, Target};
-pub use secrets::Secrets;
+pub use secrets::{AwsReader, Secrets};
 
 /// The file names an action map has in a machines folder, looked for in this order.
 pub const MAP_NAMES: [&str; 4] = [

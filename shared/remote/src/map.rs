@@ -120,6 +120,30 @@ impl HeaderSource {
         }
     }
 
+    /// A value as written: `env:NAME`, `ssm:NAME`, `secretsmanager:ID`, or the text itself.
+    /// Also what webhook secrets are written as (`harel-hooks`).
+    pub fn parse(source: &str) -> Result<HeaderSource, String> {
+        if let Some(var) = source.strip_prefix("env:") {
+            if var.is_empty() {
+                return Err("env: must name a variable".into());
+            }
+            return Ok(HeaderSource::Env(var.to_string()));
+        }
+        if let Some(parameter) = source.strip_prefix("ssm:") {
+            if parameter.trim().is_empty() || parameter.chars().any(char::is_whitespace) {
+                return Err("ssm: must name a parameter (`ssm:/path/name` or its ARN)".into());
+            }
+            return Ok(HeaderSource::Ssm(parameter.to_string()));
+        }
+        if let Some(secret) = source.strip_prefix("secretsmanager:") {
+            if secret.trim().is_empty() || secret.chars().any(char::is_whitespace) {
+                return Err("secretsmanager: must name a secret (its name or ARN)".into());
+            }
+            return Ok(HeaderSource::Secret(secret.to_string()));
+        }
+        Ok(HeaderSource::Literal(source.to_string()))
+    }
+
     /// Read from AWS (SSM Parameter Store or Secrets Manager) rather than the environment.
     pub fn is_aws(&self) -> bool {
         matches!(self, HeaderSource::Ssm(_) | HeaderSource::Secret(_))
@@ -334,29 +358,7 @@ fn settings_of(action: &str, settings: &Map<String, Value>) -> Result<Binding, S
 }
 
 fn header_source(name: &str, source: &str) -> Result<HeaderSource, String> {
-    if let Some(var) = source.strip_prefix("env:") {
-        if var.is_empty() {
-            return Err(format!("header {name:?}: env: must name a variable"));
-        }
-        return Ok(HeaderSource::Env(var.to_string()));
-    }
-    if let Some(parameter) = source.strip_prefix("ssm:") {
-        if parameter.trim().is_empty() || parameter.chars().any(char::is_whitespace) {
-            return Err(format!(
-                "header {name:?}: ssm: must name a parameter (`ssm:/path/name` or its ARN)"
-            ));
-        }
-        return Ok(HeaderSource::Ssm(parameter.to_string()));
-    }
-    if let Some(secret) = source.strip_prefix("secretsmanager:") {
-        if secret.trim().is_empty() || secret.chars().any(char::is_whitespace) {
-            return Err(format!(
-                "header {name:?}: secretsmanager: must name a secret (its name or ARN)"
-            ));
-        }
-        return Ok(HeaderSource::Secret(secret.to_string()));
-    }
-    Ok(HeaderSource::Literal(source.to_string()))
+    HeaderSource::parse(source).map_err(|e| format!("header {name:?}: {e}"))
 }
 
 #[cfg(test)]

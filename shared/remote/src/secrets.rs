@@ -78,63 +78,21 @@ impl Secrets {
                 refs.join(", ")
             )));
         };
-        let ssm = aws_sdk_ssm::Client::new(sdk);
-        let secrets = aws_sdk_secretsmanager::Client::new(sdk);
+        let reader = AwsReader::new(sdk);
         for (action, header, source) in wanted {
             let reference = source.reference().unwrap_or_default();
             if values.contains_key(&reference) {
                 continue;
             }
-            let failed = |message: String| BindError::Reference {
+            let Some(value) = reader.read(source).await.transpose() else {
+                continue;
+            };
+            let value = value.map_err(|message| BindError::Reference {
                 action: action.to_string(),
                 header: header.to_string(),
                 reference: reference.clone(),
                 message,
-            };
-            let value = match source {
-                HeaderSource::Ssm(name) => {
-                    let out = ssm
-                        .get_parameter()
-                        .name(name)
-                        .with_decryption(true)
-                        .send()
-                        .await
-                        .map_err(|e| {
-                            failed(match e.as_service_error() {
-                                Some(s) if s.is_parameter_not_found() => {
-                                    "no such parameter".to_string()
-                                }
-                                _ => aws_sdk_ssm::error::DisplayErrorContext(&e).to_string(),
-                            })
-                        })?;
-                    out.parameter
-                        .and_then(|p| p.value)
-                        .ok_or_else(|| failed("the parameter has no value".into()))?
-                }
-                HeaderSource::Secret(id) => {
-                    let out = secrets
-                        .get_secret_value()
-                        .secret_id(id)
-                        .send()
-                        .await
-                        .map_err(|e| {
-                            failed(match e.as_service_error() {
-                                Some(s) if s.is_resource_not_found_exception() => {
-                                    "no such secret".to_string()
-                                }
-                                _ => aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
-                                    .to_string(),
-                            })
-                        })?;
-                    out.secret_string.ok_or_else(|| {
-                        failed(
-                            "the secret has no SecretString (a binary secret cannot be a header)"
-                                .into(),
-                        )
-                    })?
-                }
-                HeaderSource::Env(_) | HeaderSource::Literal(_) => continue,
-            };
+            })?;
             values.insert(reference, value);
         }
         Ok(Secrets {
@@ -152,5 +110,66 @@ impl Secrets {
     /// The references resolved.
     pub fn references(&self) -> impl Iterator<Item = &str> {
         self.values.keys().map(String::as_str)
+    }
+}
+
+/// Reads `ssm:` and `secretsmanager:` values through the AWS SDK: the one place this
+/// project turns such a reference into its value (action map headers here, webhook and
+/// callback secrets in `harel-hooks`).
+#[derive(Clone, Debug)]
+pub struct AwsReader {
+    ssm: aws_sdk_ssm::Client,
+    secrets: aws_sdk_secretsmanager::Client,
+}
+
+impl AwsReader {
+    /// Clients over `sdk` (its region, credentials and `AWS_ENDPOINT_URL`).
+    pub fn new(sdk: &aws_config::SdkConfig) -> AwsReader {
+        AwsReader {
+            ssm: aws_sdk_ssm::Client::new(sdk),
+            secrets: aws_sdk_secretsmanager::Client::new(sdk),
+        }
+    }
+
+    /// The value of an `ssm:` (decrypted) or `secretsmanager:` (its `SecretString`) source;
+    /// None for any other source (not kept in AWS). The error says why, never a value.
+    pub async fn read(&self, source: &HeaderSource) -> Result<Option<String>, String> {
+        match source {
+            HeaderSource::Ssm(name) => {
+                let out = self
+                    .ssm
+                    .get_parameter()
+                    .name(name)
+                    .with_decryption(true)
+                    .send()
+                    .await
+                    .map_err(|e| match e.as_service_error() {
+                        Some(s) if s.is_parameter_not_found() => "no such parameter".to_string(),
+                        _ => aws_sdk_ssm::error::DisplayErrorContext(&e).to_string(),
+                    })?;
+                out.parameter
+                    .and_then(|p| p.value)
+                    .map(Some)
+                    .ok_or_else(|| "the parameter has no value".into())
+            }
+            HeaderSource::Secret(id) => {
+                let out = self
+                    .secrets
+                    .get_secret_value()
+                    .secret_id(id)
+                    .send()
+                    .await
+                    .map_err(|e| match e.as_service_error() {
+                        Some(s) if s.is_resource_not_found_exception() => {
+                            "no such secret".to_string()
+                        }
+                        _ => aws_sdk_secretsmanager::error::DisplayErrorContext(&e).to_string(),
+                    })?;
+                out.secret_string.map(Some).ok_or_else(|| {
+                    "the secret has no SecretString (a binary secret cannot be used as text)".into()
+                })
+            }
+            HeaderSource::Env(_) | HeaderSource::Literal(_) => Ok(None),
+        }
     }
 }
