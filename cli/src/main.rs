@@ -64,6 +64,9 @@ enum Command {
     Monitor(commands::monitor::MonitorArgs),
     /// Delete finished execution trees older than an age for good, optionally archived
     Purge(commands::purge::PurgeArgs),
+    /// Read, redrive and delete dead letters (messages the worker could not process)
+    #[command(subcommand)]
+    Dlq(commands::dlq::DlqCommand),
     /// Inspect idempotency keys and records (why was this message skipped?)
     #[command(subcommand)]
     Idempotency(commands::idempotency::IdempotencyCommand),
@@ -105,6 +108,7 @@ async fn main() -> ExitCode {
         Command::DeployCheck(args) => commands::versions::execute_deploy_check(args).await,
         Command::Monitor(args) => commands::monitor::execute(args).await,
         Command::Purge(args) => commands::purge::execute(args).await,
+        Command::Dlq(cmd) => commands::dlq::execute(cmd).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "harel", &mut std::io::stdout());

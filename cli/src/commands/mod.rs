@@ -4,6 +4,7 @@ pub mod active;
 pub mod clock;
 pub mod control;
 pub mod create;
+pub mod dlq;
 pub mod exit;
 pub mod fmt;
 pub mod idempotency;

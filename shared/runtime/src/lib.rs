@@ -7,6 +7,7 @@
 
 pub mod actions;
 pub mod clock;
+pub mod dead_letters;
 pub mod delivery;
 mod driver;
 mod error;
