@@ -118,6 +118,11 @@ impl Machines {
         })
     }
 
+    /// Every machine given, by name.
+    pub fn all(&self) -> impl Iterator<Item = &Definition> {
+        self.all.values()
+    }
+
     pub fn find(&self, id: &str) -> Option<&Definition> {
         self.all.get(id)
     }

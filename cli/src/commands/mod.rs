@@ -2,6 +2,7 @@
 
 pub mod active;
 pub mod clock;
+pub mod console;
 pub mod control;
 pub mod create;
 pub mod dlq;
