@@ -69,6 +69,11 @@ enum Command {
     Monitor(commands::monitor::MonitorArgs),
     /// Delete finished execution trees older than an age for good, optionally archived
     Purge(commands::purge::PurgeArgs),
+    /// A local web console: executions, live statecharts, actions, machines, dead letters
+    Console(commands::console::ConsoleArgs),
+    /// Read, redrive and delete dead letters (messages the worker could not process)
+    #[command(subcommand)]
+    Dlq(commands::dlq::DlqCommand),
     /// Inspect idempotency keys and records (why was this message skipped?)
     #[command(subcommand)]
     Idempotency(commands::idempotency::IdempotencyCommand),
@@ -115,6 +120,8 @@ async fn main() -> ExitCode {
         Command::DeployCheck(args) => commands::versions::execute_deploy_check(args).await,
         Command::Monitor(args) => commands::monitor::execute(args).await,
         Command::Purge(args) => commands::purge::execute(args).await,
+        Command::Console(args) => commands::console::execute(args).await,
+        Command::Dlq(cmd) => commands::dlq::execute(cmd).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,
         Command::Schedules(cmd) => commands::schedules::execute(cmd).await,
         Command::Completions { shell } => {

@@ -3,8 +3,10 @@
 pub mod active;
 pub mod callback;
 pub mod clock;
+pub mod console;
 pub mod control;
 pub mod create;
+pub mod dlq;
 pub mod exit;
 pub mod fmt;
 pub mod idempotency;

@@ -11,8 +11,8 @@ use harel_dynamodb::DynamoDbStore;
 use harel_model::Execution;
 use harel_sqs::SqsTransport;
 use harel_stack::{
-    parse_retention_days, retention_days, DEFAULT_RETENTION_DAYS, QUEUE_URL, RETENTION_DAYS,
-    TABLE_PREFIX,
+    parse_retention_days, retention_days, DEFAULT_RETENTION_DAYS, DLQ_URL, QUEUE_URL,
+    RETENTION_DAYS, TABLE_PREFIX,
 };
 use harel_store::{ExecutionStore, StoreError};
 
@@ -34,6 +34,10 @@ pub struct StackArgs {
     /// HAREL_QUEUE_URL]
     #[arg(long, value_name = "URL")]
     pub queue_url: Option<String>,
+    /// The queue's dead-letter queue (`harel dlq`, the console) [default: the stack's
+    /// DeadLetterQueueUrl output, else HAREL_DLQ_URL]
+    #[arg(long, value_name = "URL")]
+    pub dlq_url: Option<String>,
     /// Days an execution this command finishes is kept before DynamoDB's TTL removes it, 0
     /// to keep it [default: the stack's RetentionDays output, else HAREL_RETENTION_DAYS,
     /// else 30, as the functions]
@@ -46,6 +50,7 @@ pub struct Stack {
     pub sdk: SdkConfig,
     pub store: DynamoDbStore,
     queue_url: Option<String>,
+    dlq_url: Option<String>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -68,6 +73,7 @@ impl StackArgs {
         let mut queue_url = self.queue_url.clone();
         // the control plane's status changes are announced as the functions' are
         let mut bus = env(harel_stack::EVENT_BUS);
+        let mut dlq_url = self.dlq_url.clone();
         let mut retention = self
             .retention_days
             .as_ref()
@@ -83,6 +89,7 @@ impl StackArgs {
             prefix = prefix.or_else(|| output("TablePrefix"));
             bus = output("EventBus").or(bus);
             queue_url = queue_url.or_else(|| output("QueueUrl"));
+            dlq_url = dlq_url.or_else(|| output("DeadLetterQueueUrl"));
             retention = retention.or_else(|| {
                 output("RetentionDays").map(|v| ("the stack's RetentionDays output", v))
             });
@@ -94,6 +101,7 @@ impl StackArgs {
             exit::usage(format_args!("no table prefix: pass --table-prefix PREFIX or --stack NAME (or set {HAREL_STACK}), or set {TABLE_PREFIX} as the functions do"))
         })?;
         let queue_url = queue_url.or_else(|| env(QUEUE_URL));
+        let dlq_url = dlq_url.or_else(|| env(DLQ_URL));
         let retention = match retention.or_else(|| env(RETENTION_DAYS).map(|v| (RETENTION_DAYS, v)))
         {
             None => retention_days(DEFAULT_RETENTION_DAYS),
@@ -111,6 +119,7 @@ impl StackArgs {
             sdk,
             store,
             queue_url,
+            dlq_url,
         })
     }
 }
@@ -196,6 +205,17 @@ impl Stack {
             exit::usage(format_args!("no queue URL ({why}): pass --queue-url URL or --stack NAME (or set {HAREL_STACK}), or set {QUEUE_URL} as the functions do"))
         })?;
         Ok(SqsTransport::new(aws_sdk_sqs::Client::new(&self.sdk), url))
+    }
+
+    /// The dead-letter queue, or what to do to name one.
+    pub fn dead_letters(&self) -> anyhow::Result<harel_sqs::SqsDeadLetters> {
+        let url = self.dlq_url.as_deref().ok_or_else(|| {
+            exit::usage(format_args!("no dead-letter queue URL: pass --dlq-url URL or --stack NAME (or set {HAREL_STACK}), or set {DLQ_URL} as the functions do"))
+        })?;
+        Ok(harel_sqs::SqsDeadLetters::new(
+            aws_sdk_sqs::Client::new(&self.sdk),
+            url,
+        ))
     }
 
     pub fn has_queue(&self) -> bool {

@@ -145,7 +145,7 @@ async fn target(
 }
 
 /// A version the store keeps, rebuilt; `missing` says why its absence matters here.
-async fn kept_version(
+pub async fn kept_version(
     stack: &Stack,
     version: &str,
     missing: impl FnOnce() -> String,

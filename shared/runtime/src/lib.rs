@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod admission;
 pub mod clock;
+pub mod dead_letters;
 pub mod delivery;
 mod driver;
 mod error;

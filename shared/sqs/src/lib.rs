@@ -4,6 +4,7 @@
 //! twin for in-process tests. The functions and every client (the CLI, a test) share it
 //! without depending on each other.
 
+pub mod dead_letters;
 pub mod dedupe;
 pub mod error;
 pub mod inbound;
@@ -12,6 +13,7 @@ pub mod message;
 pub mod sqs;
 pub mod transport;
 
+pub use dead_letters::{DeadLetter, DeadLetterQueue, SqsDeadLetters};
 pub use dedupe::DedupeKey;
 pub use error::{EntryFailure, TransportError};
 pub use inbound::{create_body, create_message, CreateRequest, Inbound, Malformed, CREATE_KIND};

@@ -17,6 +17,8 @@ pub const DEDUPE_WINDOW: Duration = Duration::from_secs(5 * 60);
 struct State {
     queue: VecDeque<Received>,
     dead_letters: Vec<Received>,
+    /// When each dead letter was sent to the DLQ (Unix ms), by its message id.
+    dead_lettered_at: HashMap<String, i64>,
     parked: Vec<(String, Duration)>,
     seen: HashMap<String, Instant>,
     next_id: u64,
@@ -73,6 +75,40 @@ impl MemoryTransport {
 
     pub fn dead_letters(&self) -> Vec<Received> {
         self.lock().dead_letters.clone()
+    }
+
+    /// A look at the dead letters as an SQS receive makes it: each counts one more receive.
+    pub fn look_at_dead_letters(&self) -> Vec<crate::dead_letters::DeadLetter> {
+        let mut state = self.lock();
+        let State {
+            dead_letters,
+            dead_lettered_at,
+            ..
+        } = &mut *state;
+        dead_letters
+            .iter_mut()
+            .map(|m| {
+                m.receive_count += 1;
+                crate::dead_letters::DeadLetter {
+                    message_id: m.message_id.clone(),
+                    receipt_handle: m.receipt_handle.clone(),
+                    group_id: m.group_id.clone(),
+                    body: m.body.clone(),
+                    reason: m.attribute(REASON_ATTRIBUTE).map(str::to_string),
+                    source_message_id: m.attribute(SOURCE_ID_ATTRIBUTE).map(str::to_string),
+                    dead_lettered_at_ms: dead_lettered_at.get(&m.message_id).copied(),
+                    // stored as 1 when dead-lettered: the looks so far, this one included
+                    receive_count: m.receive_count - 1,
+                }
+            })
+            .collect()
+    }
+
+    /// Remove the dead letter `message_id` (a DLQ delete).
+    pub fn remove_dead_letter(&self, message_id: &str) {
+        let mut state = self.lock();
+        state.dead_letters.retain(|m| m.message_id != message_id);
+        state.dead_lettered_at.remove(message_id);
     }
 
     /// Every park made: (receipt handle, delay).
@@ -168,6 +204,10 @@ impl Transport for MemoryTransport {
         let mut state = self.lock();
         state.next_id += 1;
         let id = state.next_id;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        state.dead_lettered_at.insert(format!("mem-{id}"), now_ms);
         state.dead_letters.push(Received {
             message_id: format!("mem-{id}"),
             receipt_handle: format!("receipt-{id}"),

@@ -13,6 +13,7 @@ mod guards;
 pub mod mermaid;
 pub mod plantuml;
 pub mod submachines;
+pub mod svg;
 
 /// A machine a diagram cannot be drawn for (harel fails an assertion in these cases).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
