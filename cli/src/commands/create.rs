@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use harel_model::schema::{check_context, with_defaults};
 use harel_model::{Object, Status};
-use harel_sqs::{check_group_id, Transport};
+use harel_sqs::check_group_id;
 use harel_store::ExecutionStore;
 use serde_json::{json, Value};
 

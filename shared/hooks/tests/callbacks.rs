@@ -193,12 +193,14 @@ async fn the_action_checks_its_inputs_and_a_retried_step_makes_the_same_event_id
         let action = action.clone();
         async move {
             let mut context = Object::new();
+            let mut published = Vec::new();
             let out = action
                 .call(
                     harel_runtime::ActionContext {
                         context: &mut context,
                         idempotency_key: idem,
                         execution_id: "e-1",
+                        published: &mut published,
                     },
                     None,
                     inputs.as_object().unwrap(),
