@@ -28,7 +28,7 @@ impl Selection {
     fn takes(&self, letter: &DeadLetter) -> bool {
         match self {
             Selection::All => true,
-            Selection::Ids(ids) => ids.iter().any(|id| *id == letter.message_id),
+            Selection::Ids(ids) => ids.contains(&letter.message_id),
         }
     }
 }

@@ -653,20 +653,21 @@ pub async fn machine(State(c): Shared, Path(id): Path<String>, RawQuery(q): RawQ
 
 // ---------------------------------------------------------------- dead letters
 
-fn dlq_or_error(c: &Console) -> Result<harel_sqs::SqsDeadLetters, Response> {
+/// The dead-letter queue, or the page that says there is none (boxed: a `Response` is large).
+fn dlq_or_error(c: &Console) -> Result<harel_sqs::SqsDeadLetters, Box<Response>> {
     c.stack.dead_letters().map_err(|e| {
-        failure(
+        Box::new(failure(
             StatusCode::SERVICE_UNAVAILABLE,
             "No dead-letter queue",
             &format!("{e:#}"),
-        )
+        ))
     })
 }
 
 pub async fn dead_letters(State(c): Shared) -> Response {
     let dlq = match dlq_or_error(&c) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let letters = match dead_letters::look(&dlq).await {
         Ok(l) => l,
@@ -706,7 +707,7 @@ pub async fn dead_letters(State(c): Shared) -> Response {
 pub async fn dead_letter(State(c): Shared, Path(id): Path<String>) -> Response {
     let dlq = match dlq_or_error(&c) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let letters = match dead_letters::look(&dlq).await {
         Ok(l) => l,
@@ -779,7 +780,7 @@ pub async fn dead_letters_redrive(State(c): Shared, body: Bytes) -> Response {
     }
     let dlq = match dlq_or_error(&c) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let main = match c.stack.transport("redriving dead letters to it") {
         Ok(t) => t,
@@ -859,7 +860,7 @@ pub async fn dead_letters_delete(State(c): Shared, body: Bytes) -> Response {
     }
     let dlq = match dlq_or_error(&c) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match dead_letters::delete(&dlq, &ids).await {
         Ok(done) => {

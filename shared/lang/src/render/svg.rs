@@ -300,7 +300,7 @@ fn draw_state(
         classes.push("final");
     }
     let path = node.full_path.to_string();
-    if id != defn.root && active.iter().any(|a| *a == path) {
+    if id != defn.root && active.contains(&path) {
         classes.push("active");
     }
     let _ = write!(
