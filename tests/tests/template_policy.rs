@@ -406,9 +406,9 @@ const RELAY: &[(&str, &str, &str)] = &[
     ("Scan", "OutboxTable", "pending_outbox"),
     ("Scan", "EventsTable", "pending_published"),
     (
-        "DeleteItem",
+        "BatchWriteItem",
         "EventsTable",
-        "ack_published: put or dead-lettered",
+        "ack_published: a request's events put or dead-lettered",
     ),
     (
         "UpdateItem",

@@ -873,15 +873,12 @@ impl ExecutionStore for DynamoDbStore {
         Ok(out)
     }
 
-    async fn ack_published(&self, event_id: &str) -> StoreResult<()> {
-        self.client
-            .delete_item()
-            .table_name(self.tables.events())
-            .key("event_id", s(event_id))
-            .send()
-            .await
-            .map_err(|e| errors::classify("DeleteItem", e))?;
-        Ok(())
+    async fn ack_published(&self, event_ids: &[&str]) -> StoreResult<()> {
+        let keys = event_ids
+            .iter()
+            .map(|id| HashMap::from([("event_id".to_string(), s(*id))]))
+            .collect();
+        self.delete_keys(&self.tables.events(), keys).await
     }
 
     async fn retry_published(&self, event_id: &str, attempts: u32) -> StoreResult<()> {

@@ -1347,9 +1347,16 @@ where
     assert_eq!(ids.len(), 3, "every event has an id of its own");
 
     ok(store.retry_published(&all[1].event_id, 2).await, "retry");
-    ok(store.ack_published(&all[0].event_id).await, "ack");
+    ok(store.ack_published(&[&all[0].event_id]).await, "ack");
     let left = mine(ok(store.pending_published().await, "pending"));
     assert_eq!(left.len(), 2, "an ack removes exactly one");
     assert_eq!(left[0].event_id, all[1].event_id);
     assert_eq!(left[0].attempts, 2, "a failed attempt is counted");
+    let both: Vec<&str> = left.iter().map(|e| e.event_id.as_str()).collect();
+    ok(store.ack_published(&both).await, "ack both");
+    ok(store.ack_published(&both).await, "an ack of what is gone");
+    assert!(
+        mine(ok(store.pending_published().await, "pending")).is_empty(),
+        "one ack removes a batch"
+    );
 }

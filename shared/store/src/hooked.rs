@@ -80,8 +80,8 @@ where
     async fn pending_published(&self) -> StoreResult<Vec<BusEvent>> {
         self.inner.pending_published().await
     }
-    async fn ack_published(&self, event_id: &str) -> StoreResult<()> {
-        self.inner.ack_published(event_id).await
+    async fn ack_published(&self, event_ids: &[&str]) -> StoreResult<()> {
+        self.inner.ack_published(event_ids).await
     }
     async fn retry_published(&self, event_id: &str, attempts: u32) -> StoreResult<()> {
         self.inner.retry_published(event_id, attempts).await

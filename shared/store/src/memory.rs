@@ -263,8 +263,10 @@ impl ExecutionStore for MemoryStore {
         Ok(self.lock().published.values().cloned().collect())
     }
 
-    async fn ack_published(&self, event_id: &str) -> StoreResult<()> {
-        self.lock().published.retain(|_, e| e.event_id != event_id);
+    async fn ack_published(&self, event_ids: &[&str]) -> StoreResult<()> {
+        self.lock()
+            .published
+            .retain(|_, e| !event_ids.contains(&e.event_id.as_str()));
         Ok(())
     }
 

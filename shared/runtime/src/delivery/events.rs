@@ -4,8 +4,8 @@
 //! error) is tried again at once, a few times, then left for the next run with its attempt
 //! counted; one it refuses for good (too large, malformed), or that failed [`MAX_ATTEMPTS`]
 //! runs, is dead-lettered with the reason and acknowledged, so nothing is lost silently and
-//! nothing blocks the rest. A row is acknowledged only after its put: a crash between the two
-//! puts it again, with the same `event_id`.
+//! nothing blocks the rest. A row is acknowledged only after its put (a request's rows in one
+//! batch delete): a crash between the two puts it again, with the same `event_id`.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -118,18 +118,19 @@ pub async fn publish_events<S: ExecutionStore, B: EventBus>(
             report.requests += 1;
             let answers = bus.put(&batch).await?;
             let mut again = Vec::new();
+            let mut put: Vec<&str> = Vec::new();
             for (event, answer) in waiting.into_iter().zip(answers) {
                 match answer {
-                    None => {
-                        store.ack_published(&event.event_id).await?;
-                        report.put += 1;
-                    }
+                    None => put.push(&event.event_id),
                     Some(failure) if failure.is_transient() && attempt < RETRIES_PER_RUN => {
                         again.push(event)
                     }
                     Some(failure) => refused.push((event, failure)),
                 }
             }
+            // one delete request for what this put took: a crash before it puts them again
+            store.ack_published(&put).await?;
+            report.put += put.len();
             waiting = again;
         }
         for (event, failure) in refused {
@@ -146,7 +147,7 @@ pub async fn publish_events<S: ExecutionStore, B: EventBus>(
             };
             tracing::error!(event_id = %event.event_id, execution = %event.execution_id, %reason, "event dead-lettered");
             bus.dead_letter(event, &reason).await?;
-            store.ack_published(&event.event_id).await?;
+            store.ack_published(&[&event.event_id]).await?;
             report.dead_lettered += 1;
         }
     }
