@@ -181,6 +181,22 @@ fn price(rec: &Rec) -> (f64, f64) {
                 .unwrap_or(0.0);
             (w, 0.0)
         }
+        "BatchWriteItem" => {
+            let w = req["RequestItems"]
+                .as_object()
+                .map(|tables| {
+                    tables
+                        .values()
+                        .flat_map(|writes| writes.as_array().cloned().unwrap_or_default())
+                        .map(|w| match w.get("PutRequest") {
+                            Some(p) => units(item_size(&p["Item"]), 1024),
+                            None => 1.0,
+                        })
+                        .sum()
+                })
+                .unwrap_or(0.0);
+            (w, 0.0)
+        }
         "GetItem" => (
             0.0,
             units(item_size(&resp["Item"]), 4096) * consistent_factor(req),
@@ -276,25 +292,7 @@ async fn step(
 }
 
 async fn run_rust(endpoint: &str, prefix: &str, consistent: bool) -> Vec<Rec> {
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let rec = Recorder::default();
-    rec.set("setup");
-    let inner = aws_smithy_http_client::Builder::new()
-        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
-            aws_smithy_http_client::tls::rustls_provider::CryptoMode::AwsLc,
-        ))
-        .build_https();
-    let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
-        .http_client(SharedHttpClient::new(RecordingClient {
-            inner,
-            rec: rec.clone(),
-        }))
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(conf);
+    let (client, rec) = recording_client(endpoint).await;
     let store = DynamoDbStore::new(client.clone(), prefix)
         .expect("prefix")
         .with_consistent_reads(consistent);
@@ -401,6 +399,93 @@ async fn run_rust(endpoint: &str, prefix: &str, consistent: bool) -> Vec<Rec> {
     run_runner(&client, prefix, consistent, &rec).await;
     let records = rec.records.lock().expect("records").clone();
     records
+}
+
+/// Status-change events on (`with_events`): what the commit adds to a step that changes the
+/// status, and what the relay spends to put them (`publish_events`: a Scan of the pending
+/// rows, `PutEvents` 10 at a time, one BatchWriteItem to acknowledge each request's).
+/// `PutEvents` is not on DynamoDB's wire: the bus counts it. Returns the records and, per
+/// relay step, (events put, PutEvents requests).
+async fn run_events(endpoint: &str, prefix: &str) -> (Vec<Rec>, Vec<(String, usize, usize)>) {
+    let (client, rec) = recording_client(endpoint).await;
+    let store = DynamoDbStore::new(client, prefix)
+        .expect("prefix")
+        .with_events(harel_store::EventsConfig::default());
+    store.ensure_tables().await.expect("tables");
+    let bus = harel_runtime::MemoryBus::new();
+    let deadline = || std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut puts = Vec::new();
+
+    rec.set("events on: create (a status change)");
+    let mut exe = bench_exe();
+    exe.version = 0;
+    let c = Commit {
+        emits: vec![(Some("bench".into()), Event::new("Start"))],
+        ..Commit::default()
+    };
+    store.commit(&mut exe, c).await.expect("create");
+    step(
+        &store,
+        &rec,
+        "events on: state-only event (no change)",
+        "ev1",
+        Commit::default(),
+    )
+    .await;
+    rec.set("events on: finishing event (a status change)");
+    let (exe, _) = store.load_for_event("bench", "ev2").await.expect("load");
+    let mut exe = exe.expect("present");
+    exe.status = Status::Done;
+    exe.outcome = Some("success".into());
+    let c = Commit {
+        processed_event_id: Some("ev2".into()),
+        ..Commit::default()
+    };
+    store.commit(&mut exe, c).await.expect("finish");
+    for (name, n) in [
+        ("events on: relay puts 2 events", 0),
+        ("events on: relay puts 20 events", 20),
+    ] {
+        rec.set("setup");
+        for i in 0..n {
+            let mut other = bench_exe().with_id(format!("bench-{i}"));
+            other.version = 0;
+            store
+                .commit(&mut other, Commit::default())
+                .await
+                .expect("create");
+        }
+        rec.set(name);
+        let report = harel_runtime::publish_events(&store, &bus, deadline())
+            .await
+            .expect("publish");
+        puts.push((name.to_string(), report.put, report.requests));
+    }
+    let records = rec.records.lock().expect("records").clone();
+    (records, puts)
+}
+
+/// A DynamoDB client whose every request and answer is recorded, under the current step.
+async fn recording_client(endpoint: &str) -> (aws_sdk_dynamodb::Client, Recorder) {
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let rec = Recorder::default();
+    rec.set("setup");
+    let inner = aws_smithy_http_client::Builder::new()
+        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+            aws_smithy_http_client::tls::rustls_provider::CryptoMode::AwsLc,
+        ))
+        .build_https();
+    let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
+        .http_client(SharedHttpClient::new(RecordingClient {
+            inner,
+            rec: rec.clone(),
+        }))
+        .build();
+    (aws_sdk_dynamodb::Client::from_conf(conf), rec)
 }
 
 /// The embedded runner (`DurableRunner`, what `harel run --store dynamodb` drives) over the
@@ -551,5 +636,45 @@ async fn main() {
             t.ops.join(", "),
             o.ops.join(", ")
         );
+    }
+    print_events(&endpoint, &format!("bev{tag}"), &ours).await;
+}
+
+/// The events table: a status change's cost beside the same step with events off.
+async fn print_events(endpoint: &str, prefix: &str, off: &HashMap<String, Cost>) {
+    let (records, puts) = run_events(endpoint, prefix).await;
+    let (order, on) = tally(&records);
+    println!();
+    println!("Status-change events on (`HAREL_EVENT_BUS` set): each step beside the same step with events off.");
+    println!("PutEvents requests are counted by the bus (EventBridge's, not DynamoDB's).");
+    println!();
+    println!("| step | requests | WCU | RCU | events off: requests | WCU | RCU | events put | PutEvents requests |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for step in &order {
+        let c = on.get(step).cloned().unwrap_or_default();
+        let same = match step.as_str() {
+            "events on: create (a status change)" => off.get("create"),
+            "events on: state-only event (no change)"
+            | "events on: finishing event (a status change)" => off.get("state-only event"),
+            _ => None,
+        };
+        let (r, w, rd) = same.map_or(("-".into(), "-".into(), "-".into()), |o| {
+            (o.requests.to_string(), o.wcu.to_string(), o.rcu.to_string())
+        });
+        let (put, requests) = puts
+            .iter()
+            .find(|(name, _, _)| name == step)
+            .map_or(("-".into(), "-".into()), |(_, p, q)| {
+                (p.to_string(), q.to_string())
+            });
+        println!(
+            "| {step} | {} | {} | {} | {r} | {w} | {rd} | {put} | {requests} |",
+            c.requests, c.wcu, c.rcu
+        );
+    }
+    println!();
+    for step in &order {
+        let c = on.get(step).cloned().unwrap_or_default();
+        println!("{step}: [{}]", c.ops.join(", "));
     }
 }
