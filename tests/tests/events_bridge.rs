@@ -47,7 +47,76 @@ struct Bus {
     dlq: String,
 }
 
+/// The consumers' example in template.yaml (`FailedExecutionsRule`): its `EventPattern` as
+/// written there, with the `EventSource` parameter's default for its `!Ref`.
+fn failed_executions_pattern() -> Value {
+    let text = std::fs::read_to_string(workspace_root().join("template.yaml")).expect("template");
+    let template: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("template parses");
+    let pattern = &template["Resources"]["FailedExecutionsRule"]["Properties"]["EventPattern"];
+    let mut pattern: Value = serde_json::to_value(pattern).expect("the pattern as JSON");
+    let source = template["Parameters"]["EventSource"]["Default"]
+        .as_str()
+        .expect("EventSource has a default");
+    // the one `!Ref` in the pattern: serde_yaml_ng gives a tagged value as {"!Ref": name}
+    assert_eq!(
+        pattern["source"],
+        json!([{"!Ref": "EventSource"}]),
+        "{pattern}"
+    );
+    pattern["source"] = json!([source]);
+    pattern
+}
+
 impl Bus {
+    /// A second rule on the bus, with its own queue: returns the queue's URL.
+    async fn rule_to_queue(&self, name: &str, pattern: &Value) -> String {
+        let queue = self
+            .sqs
+            .create_queue()
+            .queue_name(format!("{}-{name}", self.name))
+            .send()
+            .await
+            .expect("the rule's queue")
+            .queue_url()
+            .expect("a url")
+            .to_string();
+        let arn = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&queue)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .expect("the queue's attributes")
+            .attributes()
+            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
+            .expect("an ARN")
+            .clone();
+        self.client
+            .put_rule()
+            .name(name)
+            .event_bus_name(&self.name)
+            .event_pattern(pattern.to_string())
+            .send()
+            .await
+            .expect("the rule");
+        self.client
+            .put_targets()
+            .rule(name)
+            .event_bus_name(&self.name)
+            .targets(
+                aws_sdk_eventbridge::types::Target::builder()
+                    .id("queue")
+                    .arn(arn)
+                    .build()
+                    .expect("a target"),
+            )
+            .send()
+            .await
+            .expect("the target");
+        queue
+    }
+
     async fn new(stack: &MotoStack) -> Bus {
         let client = aws_sdk_eventbridge::Client::new(&stack.sdk);
         let name = format!("{}-bus", stack.prefix);
@@ -124,30 +193,33 @@ impl Bus {
 
     /// Everything the rule delivered so far (EventBridge's envelope, `detail` inside).
     async fn received(&self) -> Vec<Value> {
-        let mut out = Vec::new();
-        loop {
-            let got = self
-                .sqs
-                .receive_message()
-                .queue_url(&self.target)
-                .max_number_of_messages(10)
+        received_on(&self.sqs, &self.target).await
+    }
+}
+
+/// Everything a rule's queue holds so far, taken off it.
+async fn received_on(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let got = sqs
+            .receive_message()
+            .queue_url(queue)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .expect("receive");
+        let messages = got.messages();
+        if messages.is_empty() {
+            return out;
+        }
+        for m in messages {
+            out.push(serde_json::from_str(m.body().expect("a body")).expect("JSON"));
+            sqs.delete_message()
+                .queue_url(queue)
+                .receipt_handle(m.receipt_handle().expect("a handle"))
                 .send()
                 .await
-                .expect("receive");
-            let messages = got.messages();
-            if messages.is_empty() {
-                return out;
-            }
-            for m in messages {
-                out.push(serde_json::from_str(m.body().expect("a body")).expect("JSON"));
-                self.sqs
-                    .delete_message()
-                    .queue_url(&self.target)
-                    .receipt_handle(m.receipt_handle().expect("a handle"))
-                    .send()
-                    .await
-                    .expect("delete");
-            }
+                .expect("delete");
         }
     }
 }
@@ -194,6 +266,9 @@ fn event(kind: &str) -> String {
 async fn every_status_change_reaches_a_rule_target_exactly_once() {
     let stack = MotoStack::new("ev").await;
     let bus = Bus::new(&stack).await;
+    let failed_queue = bus
+        .rule_to_queue("failed-executions", &failed_executions_pattern())
+        .await;
     let worker = Arc::new(Worker::<_, _, harel_idempotency::MemoryClient>::new(
         store(&stack),
         stack.transport(),
@@ -284,6 +359,13 @@ async fn every_status_change_reaches_a_rule_target_exactly_once() {
         .find(|e| e["detail-type"] == "OrderShipped")
         .unwrap();
     assert_eq!(shipped["detail"]["order_id"], "o-1");
+
+    // the template's consumer example takes the one FAILED change, and nothing else
+    let failed = received_on(&bus.sqs, &failed_queue).await;
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["detail"]["execution_id"], "failed-1");
+    assert_eq!(failed[0]["detail"]["status"], "FAILED");
+    assert_eq!(failed[0]["detail"]["previous_status"], "RUNNING");
 
     // nothing left: a second run puts nothing
     let again = publish_events(&worker.store, &bus.adapter(), deadline())
