@@ -55,6 +55,28 @@ pub struct Plan {
     pub trace_idx: Option<u64>,
 }
 
+impl Plan {
+    /// The tables the transaction writes, in order, each once: what a failure names (a
+    /// missing table fails the whole transaction with a message that names none).
+    pub fn tables(&self) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for item in &self.items {
+            let name = item
+                .put()
+                .map(|p| p.table_name())
+                .or_else(|| item.update().map(|u| u.table_name()))
+                .or_else(|| item.delete().map(|d| d.table_name()))
+                .or_else(|| item.condition_check().map(|c| c.table_name()));
+            if let Some(name) = name {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        names.join(", ")
+    }
+}
+
 /// What the commit needs decided before laying out items.
 pub struct Inputs<'a> {
     pub tables: &'a Tables,
@@ -544,7 +566,7 @@ pub fn send_outcome(
     if err.code() == Some("ConditionalCheckFailedException") {
         return Outcome::Conflict(None);
     }
-    Outcome::Failed(errors::classify("TransactWriteItems", err))
+    Outcome::Failed(errors::classify("TransactWriteItems", &plan.tables(), err))
 }
 
 fn from_reasons(plan: &Plan, reasons: &[CancellationReason]) -> Outcome {

@@ -44,13 +44,15 @@ pub fn describe<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::f
     }
 }
 
-/// The `StoreError` for a failed request of `op`, the SDK's error kept as its source.
-pub fn classify<E, R>(op: &str, err: SdkError<E, R>) -> StoreError
+/// The `StoreError` for a failed request of `op` on `table` (or tables), the SDK's error
+/// kept as its source. The table is named because DynamoDB's own message often names none
+/// ("Requested resource not found").
+pub fn classify<E, R>(op: &str, table: &str, err: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
 {
-    let text = format!("DynamoDB {op}: {}", describe(&err));
+    let text = format!("DynamoDB {op} on {table}: {}", describe(&err));
     let transient = match &err {
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => true,
         SdkError::ResponseError(_) => true,

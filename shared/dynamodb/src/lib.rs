@@ -271,7 +271,7 @@ impl DynamoDbStore {
             .consistent_read(self.consistent_reads)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", e))?;
+            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
         let Some(item) = resp.item() else {
             return Ok(None);
         };
@@ -324,7 +324,7 @@ impl DynamoDbStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| errors::classify("Query", e))?;
+            .map_err(|e| errors::classify("Query", &self.tables.trace(), e))?;
         match resp.items().first() {
             Some(item) => Ok(Some(
                 get_u64(item, "idx").map_err(|e| errors::corrupt(&self.tables.trace(), e))?,
@@ -346,7 +346,7 @@ impl DynamoDbStore {
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
-            .map_err(|e| errors::classify("UpdateItem", e))?;
+            .map_err(|e| errors::classify("UpdateItem", &self.tables.counters(), e))?;
         let attrs = resp.attributes().cloned().unwrap_or_default();
         let n = get_u64(&attrs, "n").map_err(|e| errors::corrupt(&self.tables.counters(), e))?;
         Ok(n + 1 - count)
@@ -373,7 +373,7 @@ impl DynamoDbStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", e))?;
+            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
         resp.item()
             .map(|item| get_u64(item, "version"))
             .transpose()
@@ -396,7 +396,7 @@ impl DynamoDbStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", e))?;
+            .map_err(|e| errors::classify("GetItem", &self.tables.processed(), e))?;
         Ok(resp.item().is_some())
     }
 
@@ -529,7 +529,7 @@ impl DynamoDbStore {
                         .return_consumed_capacity(ReturnConsumedCapacity::Total)
                         .send()
                         .await
-                        .map_err(|e| errors::classify("Query", e))?;
+                        .map_err(|e| errors::classify("Query", &table, e))?;
                     items.extend(resp.items().iter().cloned());
                     match resp.last_evaluated_key() {
                         Some(key) if !key.is_empty() && limit.is_none() => {
@@ -572,7 +572,10 @@ impl DynamoDbStore {
             let req = configure(self.client.scan().table_name(table))
                 .set_exclusive_start_key(start.take())
                 .return_consumed_capacity(ReturnConsumedCapacity::Total);
-            let resp = req.send().await.map_err(|e| errors::classify("Scan", e))?;
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| errors::classify("Scan", table, e))?;
             items.extend(resp.items().iter().cloned());
             pages += 1;
             on_page(pages, items.len());
@@ -604,7 +607,7 @@ impl DynamoDbStore {
             let resp = configure(req)
                 .send()
                 .await
-                .map_err(|e| errors::classify("Query", e))?;
+                .map_err(|e| errors::classify("Query", table, e))?;
             items.extend(resp.items().iter().cloned());
             match resp.last_evaluated_key() {
                 Some(key) if !key.is_empty() => start = Some(key.clone()),
@@ -651,7 +654,7 @@ impl DynamoDbStore {
                     .request_items(table, pending)
                     .send()
                     .await
-                    .map_err(|e| errors::classify("BatchWriteItem", e))?;
+                    .map_err(|e| errors::classify("BatchWriteItem", table, e))?;
                 pending = resp
                     .unprocessed_items()
                     .and_then(|u| u.get(table))
@@ -683,7 +686,7 @@ impl DynamoDbStore {
             )
             .send()
             .await
-            .map_err(|e| errors::classify("PutItem", e))?;
+            .map_err(|e| errors::classify("PutItem", &self.tables.trace(), e))?;
         if self.trace_max > 0 && idx >= self.trace_max as u64 {
             self.client
                 .delete_item()
@@ -692,7 +695,7 @@ impl DynamoDbStore {
                 .key("idx", n_int(idx - self.trace_max as u64))
                 .send()
                 .await
-                .map_err(|e| errors::classify("DeleteItem", e))?;
+                .map_err(|e| errors::classify("DeleteItem", &self.tables.trace(), e))?;
         }
         Ok(())
     }
@@ -713,7 +716,7 @@ impl ExecutionStore for DynamoDbStore {
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", e))?;
+            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
         resp.item().map(|item| self.execution_of(item)).transpose()
     }
 
@@ -760,7 +763,9 @@ impl ExecutionStore for DynamoDbStore {
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await
-                .map_err(|e| errors::classify("BatchGetItem", e))?;
+                .map_err(|e| {
+                    errors::classify("BatchGetItem", &format!("{exe_table}, {proc_table}"), e)
+                })?;
             if let Some(responses) = resp.responses() {
                 if let Some(item) = responses.get(&exe_table).and_then(|v| v.first()) {
                     exe_item = Some(item.clone());
@@ -810,7 +815,7 @@ impl ExecutionStore for DynamoDbStore {
             .consistent_read(false)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", e))?;
+            .map_err(|e| errors::classify("GetItem", &self.tables.processed(), e))?;
         Ok(resp.item().is_some())
     }
 
@@ -845,7 +850,7 @@ impl ExecutionStore for DynamoDbStore {
             .key("seq", n_int(seq))
             .send()
             .await
-            .map_err(|e| errors::classify("DeleteItem", e))?;
+            .map_err(|e| errors::classify("DeleteItem", &self.tables.outbox(), e))?;
         Ok(())
     }
 
@@ -896,7 +901,7 @@ impl ExecutionStore for DynamoDbStore {
         match result {
             Ok(_) => Ok(()),
             Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(()),
-            Err(e) => Err(errors::classify("UpdateItem", e)),
+            Err(e) => Err(errors::classify("UpdateItem", &self.tables.events(), e)),
         }
     }
 
@@ -929,7 +934,7 @@ impl ExecutionStore for DynamoDbStore {
             .key("seq", n_int(seq))
             .send()
             .await
-            .map_err(|e| errors::classify("DeleteItem", e))?;
+            .map_err(|e| errors::classify("DeleteItem", &self.tables.spawns(), e))?;
         Ok(())
     }
 
@@ -1027,7 +1032,7 @@ impl ExecutionStore for DynamoDbStore {
             Ok(_) => Ok(()),
             // the timer was re-armed (or already fired): a stale sweep is a no-op
             Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(()),
-            Err(e) => Err(errors::classify("DeleteItem", e)),
+            Err(e) => Err(errors::classify("DeleteItem", &self.tables.timers(), e)),
         }
     }
 
@@ -1052,7 +1057,7 @@ impl ExecutionStore for DynamoDbStore {
             Ok(_) => Ok(true),
             // a version is its content: whoever kept it first kept the same thing
             Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(e) => Err(errors::classify("PutItem", e)),
+            Err(e) => Err(errors::classify("PutItem", &table, e)),
         }
     }
 
@@ -1068,7 +1073,7 @@ impl ExecutionStore for DynamoDbStore {
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", e))?;
+            .map_err(|e| errors::classify("GetItem", &table, e))?;
         resp.item()
             .map(|item| definition_of(&table, item))
             .transpose()
@@ -1167,7 +1172,7 @@ impl DynamoDbStore {
                 }
                 false
             }
-            Err(e) => return Err(errors::classify("DeleteItem", e)),
+            Err(e) => return Err(errors::classify("DeleteItem", &self.tables.executions(), e)),
         };
         self.forget_trace(execution_id);
         // not in the Execution's transaction, as in harel: the dedupe and trace rows are

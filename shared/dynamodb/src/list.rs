@@ -124,7 +124,10 @@ impl DynamoDbStore {
                     .expression_attribute_values(":after", s(sk)),
                 None => req.key_condition_expression("#pk = :p"),
             };
-            let resp = req.send().await.map_err(|e| errors::classify("Query", e))?;
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| errors::classify("Query", &table, e))?;
             for item in resp.items() {
                 let corrupt = |e| errors::corrupt(&format!("{table} index {index}"), e);
                 out.push((
@@ -167,7 +170,7 @@ impl DynamoDbStore {
                     .return_consumed_capacity(ReturnConsumedCapacity::Total)
                     .send()
                     .await
-                    .map_err(|e| errors::classify("BatchGetItem", e))?;
+                    .map_err(|e| errors::classify("BatchGetItem", &table, e))?;
                 for item in resp
                     .responses()
                     .and_then(|r| r.get(&table))
@@ -259,7 +262,7 @@ impl DynamoDbStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| errors::classify("GetItem", e))?;
+            .map_err(|e| errors::classify("GetItem", &table, e))?;
         match resp.item() {
             None => return Ok(Vec::new()),
             Some(item) if !item.contains_key(LIST_SK) => {
@@ -284,7 +287,7 @@ impl DynamoDbStore {
                     .set_exclusive_start_key(start.take())
                     .send()
                     .await
-                    .map_err(|e| errors::classify("Query", e))?;
+                    .map_err(|e| errors::classify("Query", &table, e))?;
                 for item in resp.items() {
                     let id = get_s(item, "id").map_err(|e| errors::corrupt(&table, e))?;
                     if seen.insert(id.to_string()) {

@@ -898,3 +898,47 @@ async fn retention_stamps_finished_executions_marks_and_trace() {
         }
     }
 }
+
+/// A table missing from the account (a stack half deployed, a wrong prefix): DynamoDB's
+/// answer names no table, so the store's error does, with the operation.
+#[tokio::test]
+async fn a_missing_table_is_named_with_the_operation() {
+    let store = common::store(0).await;
+    let t = store.tables().clone();
+    store
+        .client()
+        .delete_table()
+        .table_name(t.processed())
+        .send()
+        .await
+        .expect("drop the processed marks' table");
+
+    let err = store
+        .load_for_event("anyone", "ev-1")
+        .await
+        .expect_err("a read of a missing table fails");
+    let text = err.to_string();
+    assert!(
+        text.contains("BatchGetItem") && text.contains(&t.processed()),
+        "{text}"
+    );
+
+    let mut exe = new_exe("orphan");
+    let commit = Commit {
+        processed_event_id: Some("ev-1".into()),
+        ..Commit::default()
+    };
+    let err = store
+        .commit(&mut exe, commit)
+        .await
+        .expect_err("a commit writing a missing table fails");
+    let text = err.to_string();
+    assert!(
+        text.contains("TransactWriteItems") && text.contains(&t.processed()),
+        "{text}"
+    );
+    assert!(
+        store.load("orphan").await.expect("load").is_none(),
+        "nothing half-written"
+    );
+}
