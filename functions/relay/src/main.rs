@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use harel_lambda::failure::failed;
 use harel_lambda::logging::Invocation;
 use harel_lambda::metrics::{now_ms, relay_metrics, MetricsSettings};
 use harel_lambda::{relay, Role};
@@ -13,9 +14,15 @@ use tracing::Instrument;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     harel_app::init_tracing();
-    let booted = Arc::new(harel_app::boot(Role::Relay).await?);
+    let booted = Arc::new(
+        harel_app::boot(Role::Relay)
+            .await
+            .map_err(|e| failed("cold start failed", e))?,
+    );
     // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
-    let metrics = std::sync::Arc::new(MetricsSettings::from_env()?);
+    let metrics = std::sync::Arc::new(
+        MetricsSettings::from_env().map_err(|e| failed("cold start failed", e))?,
+    );
     tracing::info!("relay ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let b = booted.clone();
@@ -30,10 +37,14 @@ async fn main() -> Result<(), Error> {
         async move {
             harel_app::set_invocation_deadline(event.context.deadline);
             let deadline = b.work_deadline(event.context.deadline);
-            let report = relay(&b.store, &b.transport, &b.driver, deadline).await?;
+            let report = relay(&b.store, &b.transport, &b.driver, deadline)
+                .await
+                .map_err(|e| failed("relay failed", e))?;
             // the events last: a child created above has its own status change to put
             let events = match &b.bus {
-                Some(bus) => harel_lambda::relay::publish_events(&b.store, bus, deadline).await?,
+                Some(bus) => harel_lambda::relay::publish_events(&b.store, bus, deadline)
+                    .await
+                    .map_err(|e| failed("putting events failed", e))?,
                 None => Default::default(),
             };
             let mut metrics = relay_metrics(&report, now_ms())

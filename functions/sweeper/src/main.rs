@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use harel_lambda::failure::failed;
 use harel_lambda::logging::Invocation;
 use harel_lambda::metrics::{now_ms, sweeper_metrics, MetricsSettings};
 use harel_lambda::Role;
@@ -16,9 +17,15 @@ use tracing::Instrument;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     harel_app::init_tracing();
-    let booted = Arc::new(harel_app::boot(Role::Sweeper).await?);
+    let booted = Arc::new(
+        harel_app::boot(Role::Sweeper)
+            .await
+            .map_err(|e| failed("cold start failed", e))?,
+    );
     // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
-    let metrics = std::sync::Arc::new(MetricsSettings::from_env()?);
+    let metrics = std::sync::Arc::new(
+        MetricsSettings::from_env().map_err(|e| failed("cold start failed", e))?,
+    );
     tracing::info!("sweeper ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let b = booted.clone();
@@ -32,7 +39,9 @@ async fn main() -> Result<(), Error> {
         let span = invocation.span();
         async move {
             let deadline = b.work_deadline(event.context.deadline);
-            let run = harel_app::sweeper::invoke(&b, &event.payload, deadline).await?;
+            let run = harel_app::sweeper::invoke(&b, &event.payload, deadline)
+                .await
+                .map_err(|e| failed("sweep failed", e))?;
             let report = &run.sweep;
             let ticked = run.schedules.as_ref();
             tracing::info!(

@@ -2,6 +2,7 @@
 //! document per invocation (and machine) on stdout.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use harel_lambda::failure::failed;
 use harel_lambda::logging::Invocation;
 use harel_lambda::metrics::{now_ms, worker_metrics, MetricsSettings};
 use harel_lambda::{Record, Role};
@@ -11,11 +12,15 @@ use tracing::Instrument;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     harel_app::init_tracing();
-    let booted = harel_app::boot(Role::Worker).await?;
+    let booted = harel_app::boot(Role::Worker)
+        .await
+        .map_err(|e| failed("cold start failed", e))?;
     let remote = booted.remote.clone();
     let worker = booted.into_worker();
     // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
-    let metrics = std::sync::Arc::new(MetricsSettings::from_env()?);
+    let metrics = std::sync::Arc::new(
+        MetricsSettings::from_env().map_err(|e| failed("cold start failed", e))?,
+    );
     tracing::info!("worker ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();

@@ -8,6 +8,7 @@
 pub mod config;
 mod emf;
 pub mod eventbridge;
+pub mod failure;
 pub mod logging;
 pub mod metrics;
 pub mod relay;
