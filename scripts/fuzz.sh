@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The parsers' fuzzers, longer than the test suite runs them: every property of the fuzz
 # tests (the .stm front end, the queue's inbound parser, the worker on fuzzed bodies, the
-# action map) for up to SECONDS each (default 60), as many cases as fit (FUZZ_CASES, default
+# action map, the hooks file, the schedules file, the HTTP API's request bodies) for up to
+# SECONDS each (default 60), as many cases as fit (FUZZ_CASES, default
 # a million, stops them earlier). Each prints "fuzz NAME: N cases in T s"; a failure prints
 # the shrunk input. The suite's own run (scripts/test.sh) is a few hundred cases each.
 #
@@ -26,4 +27,7 @@ run harel-lang fuzz
 run harel-sqs fuzz
 run harel-lambda fuzz_inbound
 run harel-remote fuzz
+run harel-hooks fuzz
+run harel-schedule fuzz
+run harel-api fuzz
 exit "$status"

@@ -366,10 +366,33 @@ pub struct HooksFile {
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    // a byte offset; were it inside a character, the character's start
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
+}
+
+/// libyaml's `... at position N` (a byte offset), split off the message.
+fn yaml_offset(message: String) -> (String, Option<usize>) {
+    let Some(at) = message.find(" at position ") else {
+        return (message, None);
+    };
+    let digits: String = message[at + 13..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    match digits.parse() {
+        Ok(offset) => {
+            let rest = &message[at + 13 + digits.len()..];
+            (format!("{}{rest}", &message[..at]), Some(offset))
+        }
+        Err(_) => (message, None),
+    }
 }
 
 /// serde_json and serde_yaml_ng append the position to the message: it is reported apart.
@@ -431,12 +454,27 @@ impl HooksFile {
                 message,
             }
         };
+        // before any parser: libyaml's scan of deep flow collections is quadratic in their
+        // depth, and every format is refused past serde's recursion limit anyway
+        if let Err(deep) = harel_model::nesting::check(text) {
+            return Err(fail(
+                None,
+                Some((deep.line, deep.column)),
+                format!(
+                    "nested more than {} levels deep",
+                    harel_model::nesting::MAX_DEPTH
+                ),
+            ));
+        }
         let entries: Entries = match format {
             Format::Json => {
                 let mut de = serde_json::Deserializer::from_str(text);
                 let entries = serde_path_to_error::deserialize(&mut de).map_err(|e| {
                     let inner = e.inner();
-                    let position = (inner.line() > 0).then(|| (inner.line(), inner.column()));
+                    // serde_json's column is 0 for an error before the line's first
+                    // character (a value of the wrong type that opens the line): column 1
+                    let position =
+                        (inner.line() > 0).then(|| (inner.line(), inner.column().max(1)));
                     fail(
                         Some(e.path()),
                         position,
@@ -446,7 +484,7 @@ impl HooksFile {
                 de.end().map_err(|e| {
                     fail(
                         None,
-                        Some((e.line(), e.column())),
+                        Some((e.line(), e.column().max(1))),
                         without_position(e.to_string()),
                     )
                 })?;
@@ -476,8 +514,14 @@ impl HooksFile {
                 let de = serde_yaml_ng::Deserializer::from_str(text);
                 serde_path_to_error::deserialize(de).map_err(|e| {
                     let inner = e.inner();
-                    let position = inner.location().map(|l| (l.line(), l.column()));
-                    let message = without_position(inner.to_string());
+                    // libyaml's reader reports a bad character by its byte offset, with a
+                    // location of 1:1 beside it: the offset is the place
+                    let (message, offset) = yaml_offset(inner.to_string());
+                    let position = match offset {
+                        Some(offset) => Some(line_col(text, offset)),
+                        None => inner.location().map(|l| (l.line(), l.column())),
+                    };
+                    let message = without_position(message);
                     // serde_yaml_ng puts its own path first (`stripe.verify: ...`)
                     let segments: Vec<String> = e.path().iter().map(|s| s.to_string()).collect();
                     let message = (1..=segments.len())

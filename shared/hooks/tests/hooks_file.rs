@@ -223,3 +223,48 @@ fn kinds_are_checked_against_the_machine() {
     // no machine named: nothing to check against
     file("{a: Anything}", "data: x").check(&lookup).unwrap();
 }
+
+/// Found by tests/fuzz.rs: serde_json gives column 0 for a value of the wrong type that opens
+/// its line (before its first character); the place is 1-based, so it is column 1.
+#[test]
+fn a_json_mistake_at_a_line_start_is_at_column_one() {
+    assert_eq!(
+        refused("[1]", Format::Json),
+        "hooks file hooks.x, at 1:1: invalid type: sequence, expected a map"
+    );
+    assert_eq!(
+        refused("\n[\"stripe\"]", Format::Json),
+        "hooks file hooks.x, at 2:1: invalid type: sequence, expected a map"
+    );
+}
+
+/// Found by tests/fuzz.rs (and by the action map's before it): nesting past serde's limit is
+/// refused before libyaml's scan, which is quadratic in the depth, in every format.
+#[test]
+fn nesting_past_the_limit_is_refused_with_the_place() {
+    // `{` and 128 `[`: the last one opens level 129, at column 134
+    let flow = format!("{{\"a\": {}", "[".repeat(128));
+    // `a = ` and 129 `[`: the last one at column 133
+    let toml = format!("a = {}", "[".repeat(129));
+    for (format, text, column) in [
+        (Format::Yaml, &flow, 134),
+        (Format::Json, &flow, 134),
+        (Format::Toml, &toml, 133),
+    ] {
+        assert_eq!(
+            refused(text, format),
+            format!("hooks file hooks.x, at 1:{column}: nested more than 128 levels deep"),
+            "{format:?}"
+        );
+    }
+}
+
+/// Found by tests/fuzz.rs: libyaml's reader reports a control character by its byte offset,
+/// with a location of 1:1 beside it; the place is where the character is.
+#[test]
+fn a_control_character_is_refused_where_it_is() {
+    assert_eq!(
+        refused("stripe:\n  verify: \u{e}\n", Format::Yaml),
+        "hooks file hooks.x, at 2:11: control characters are not allowed"
+    );
+}

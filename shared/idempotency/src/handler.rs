@@ -146,6 +146,7 @@ impl<C: Client> Idempotency<C> {
         let mut claimed = DataRecord::new(key.clone(), INPROGRESS);
         claimed.payload_hash = payload_hash.clone();
         claimed.in_progress_expiry_timestamp = deadline_ms;
+        claimed.claim = Some(uuid::Uuid::new_v4().simple().to_string());
         if deadline_ms.is_none() && !NO_DEADLINE_WARNED.swap(true, Ordering::Relaxed) {
             // once per process, as Python's warnings.warn shows it once per call site
             tracing::warn!("Couldn't determine the remaining time left: in-progress records without a deadline never time out before they expire");
@@ -198,12 +199,21 @@ impl<C: Client> Idempotency<C> {
             None => match self.store.put_record(claimed, validation).await {
                 Ok(()) => return Ok(Claim::Run),
                 Err(PersistenceError::AlreadyExists(Some(old))) => {
+                    if is_own_claim(claimed, &old) {
+                        return Ok(self.own_claim(key));
+                    }
                     self.validate(claimed, &old)?;
                     self.cache_put(&old);
                     *old
                 }
                 // the emulator left the holding item out: read it
-                Err(PersistenceError::AlreadyExists(None)) => self.read_holder(claimed).await?,
+                Err(PersistenceError::AlreadyExists(None)) => {
+                    let holder = self.read_holder(claimed).await?;
+                    if is_own_claim(claimed, &holder) {
+                        return Ok(self.own_claim(key));
+                    }
+                    holder
+                }
                 Err(e) => {
                     return Err(IdempotencyError::persistence(
                         "Failed to save in progress record to idempotency store",
@@ -213,6 +223,19 @@ impl<C: Client> Idempotency<C> {
             },
         };
         self.handle_for_status(&holder)
+    }
+
+    /// The put was refused by the record this call's own put wrote: the SDK sent the put
+    /// twice (a timeout, a broken or lost answer after DynamoDB had applied the first
+    /// attempt: its retries are not idempotent for a conditional put), so the key is ours.
+    /// Powertools would call it "already in progress" and fail the call, leaving its own
+    /// record to block the key until the deadline passes.
+    fn own_claim(&self, key: &str) -> Claim {
+        tracing::info!(
+            key,
+            "the idempotency put was refused by this call's own claim (its first attempt was applied, then sent again): the key is ours"
+        );
+        Claim::Run
     }
 
     /// Powertools' `get_record` after a refused put: cache, then a consistent read.
@@ -364,6 +387,12 @@ impl<C: Client> Idempotency<C> {
             .as_ref()
             .map_or(0, |c| c.lock().expect("cache lock is not poisoned").len())
     }
+}
+
+/// Whether `holder` is the in-progress record `claimed` was written as: its claim token, which
+/// no other call has (a record Powertools wrote has none).
+fn is_own_claim(claimed: &DataRecord, holder: &DataRecord) -> bool {
+    holder.raw_status == INPROGRESS && holder.claim.is_some() && holder.claim == claimed.claim
 }
 
 /// Python truthiness of a JSON value.

@@ -216,9 +216,15 @@ impl Client for MemoryClient {
         let names = input.expression_attribute_names.unwrap_or_default();
         let values = input.expression_attribute_values.unwrap_or_default();
         let expression = input.update_expression.unwrap_or_default();
-        let assignments = expression
-            .strip_prefix("SET ")
-            .ok_or_else(|| invalid(format!("only SET updates are supported: {expression:?}")))?;
+        let clauses = expression.strip_prefix("SET ").ok_or_else(|| {
+            invalid(format!(
+                "only SET [REMOVE] updates are supported: {expression:?}"
+            ))
+        })?;
+        let (assignments, removals) = match clauses.split_once(" REMOVE ") {
+            Some((set, remove)) => (set, Some(remove)),
+            None => (clauses, None),
+        };
         let mut items = self.lock();
         let mut item = items.get(&key).cloned().unwrap_or(key_item);
         for assignment in assignments.split(", ") {
@@ -229,6 +235,10 @@ impl Client for MemoryClient {
                 .get(value)
                 .ok_or_else(|| invalid(format!("no value for {value}")))?;
             item.insert(resolve_name(&names, name)?.to_owned(), value.clone());
+        }
+        // REMOVE of an attribute the item lacks does nothing, as in DynamoDB
+        for name in removals.into_iter().flat_map(|r| r.split(", ")) {
+            item.remove(resolve_name(&names, name)?);
         }
         if item_size(&item) > MAX_ITEM_SIZE {
             return Err(ClientError::ItemTooLarge(

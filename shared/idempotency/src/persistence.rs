@@ -31,7 +31,7 @@ pub enum PersistenceError {
     SameKeyAttrs(String),
 }
 
-/// Attribute names, each renamable, with Powertools' defaults.
+/// Attribute names, each renamable, with Powertools' defaults (and one of ours, `claim`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttributeNames {
     pub key: String,
@@ -41,6 +41,10 @@ pub struct AttributeNames {
     pub status: String,
     pub data: String,
     pub validation: String,
+    /// An in-progress record's claim token ([`DataRecord::claim`]). Not Powertools': its
+    /// functions ignore it on the records we write and never write it; the update that
+    /// completes a record removes it, so completed records are Powertools' to the attribute.
+    pub claim: String,
 }
 
 impl Default for AttributeNames {
@@ -53,6 +57,7 @@ impl Default for AttributeNames {
             status: "status".into(),
             data: "data".into(),
             validation: "validation".into(),
+            claim: "in_progress_claim".into(),
         }
     }
 }
@@ -132,6 +137,11 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
         self
     }
 
+    pub fn with_claim_attr(mut self, name: impl Into<String>) -> Self {
+        self.attrs.claim = name.into();
+        self
+    }
+
     pub fn attribute_names(&self) -> &AttributeNames {
         &self.attrs
     }
@@ -187,6 +197,9 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
                 AttributeValue::S(record.payload_hash.clone()),
             );
         }
+        if let Some(claim) = &record.claim {
+            item.insert(self.attrs.claim.clone(), AttributeValue::S(claim.clone()));
+        }
         item
     }
 
@@ -200,6 +213,7 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
     ) -> usize {
         let mut item = self.in_progress_item(claimed, validation_enabled);
         item.extend(self.update_values(completed, validation_enabled));
+        item.remove(&self.attrs.claim);
         item_size(&item)
     }
 
@@ -284,7 +298,8 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
         }
     }
 
-    /// Powertools' `_update_record`: the result, the new expiry and COMPLETED.
+    /// Powertools' `_update_record`: the result, the new expiry and COMPLETED; and the claim
+    /// token removed (a completed record needs none, and is then Powertools' item exactly).
     pub async fn update_record(
         &self,
         record: &DataRecord,
@@ -313,7 +328,9 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
                     AttributeValue::S(record.payload_hash.clone()),
                 );
         }
+        expression.push_str(" REMOVE #claim");
         let input = builder
+            .expression_attribute_names("#claim", &self.attrs.claim)
             .update_expression(expression)
             .build()
             .expect("table name and key are set");
@@ -369,6 +386,7 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
             in_progress_expiry_timestamp: number(&a.in_progress_expiry)?,
             response_data: string(&a.data)?.unwrap_or_default(),
             payload_hash: string(&a.validation)?.unwrap_or_default(),
+            claim: string(&a.claim)?,
         })
     }
 }

@@ -36,6 +36,11 @@ pub struct DataRecord {
     pub response_data: String,
     /// The payload validation hash; empty when validation is off.
     pub payload_hash: String,
+    /// An in-progress record's claim token: random, one per call of `Idempotency::run` (not
+    /// Powertools'). A put the SDK sent twice (its first answer lost after DynamoDB applied
+    /// it) is refused by the record its first attempt wrote: the token tells the call that
+    /// record is its own claim, not another call's.
+    pub claim: Option<String>,
 }
 
 impl DataRecord {
@@ -48,6 +53,7 @@ impl DataRecord {
             in_progress_expiry_timestamp: None,
             response_data: String::new(),
             payload_hash: String::new(),
+            claim: None,
         }
     }
 

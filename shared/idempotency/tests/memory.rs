@@ -4,11 +4,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemInput;
+use aws_sdk_dynamodb::operation::get_item::GetItemInput;
+use aws_sdk_dynamodb::operation::put_item::PutItemInput;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemInput;
+use aws_sdk_dynamodb::types::AttributeValue;
 use harel_idempotency::memory::Calls;
 use harel_idempotency::record::now_millis;
 use harel_idempotency::{
-    DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig, IdempotencyError, MemoryClient,
-    RunError,
+    Client, ClientError, DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig,
+    IdempotencyError, Item, MemoryClient, RunError,
 };
 use serde_json::{json, Value};
 
@@ -164,4 +169,113 @@ async fn a_replay_that_does_not_fit_the_result_type_is_a_clear_error() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// A DynamoDB whose answer to the first PutItem is lost after the table applied it, as when
+/// a timeout, a reset connection or a stalled answer makes the SDK send the put again: that
+/// put goes to the table twice and the call sees the second answer.
+struct ResentPut(Arc<MemoryClient>, std::sync::atomic::AtomicBool);
+
+impl Client for ResentPut {
+    async fn get_item(&self, input: GetItemInput) -> Result<Option<Item>, ClientError> {
+        self.0.get_item(input).await
+    }
+
+    async fn put_item(&self, input: PutItemInput) -> Result<(), ClientError> {
+        if !self.1.swap(true, Ordering::SeqCst) {
+            let first = self.0.put_item(input.clone()).await;
+            assert!(
+                first.is_ok(),
+                "the first attempt claims the free key: {first:?}"
+            );
+        }
+        self.0.put_item(input).await
+    }
+
+    async fn update_item(&self, input: UpdateItemInput) -> Result<(), ClientError> {
+        self.0.update_item(input).await
+    }
+
+    async fn delete_item(&self, input: DeleteItemInput) -> Result<(), ClientError> {
+        self.0.delete_item(input).await
+    }
+}
+
+#[tokio::test]
+async fn a_put_sent_twice_finds_its_own_claim_and_runs() {
+    // the soak's one failed record in 68,000 (docs/soak.md): Powertools fails such a call as
+    // "already in progress" and its own record blocks the key until the deadline
+    let client = Arc::new(MemoryClient::new("id"));
+    let store =
+        DynamoDbPersistenceLayer::new(ResentPut(Arc::clone(&client), Default::default()), "fake");
+    let idem =
+        Idempotency::with_key_prefix(store, IdempotencyConfig::default(), "fake").expect("config");
+    let runs = AtomicUsize::new(0);
+    let out = idem
+        .run(&json!({"m": 1}), Some(now_millis() + 10_000), || async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Boom>(json!({"done": true}))
+        })
+        .await;
+    assert_eq!(out.expect("the call runs"), json!({"done": true}));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(client.calls().put, 2, "the put went to the table twice");
+    let items = client.items();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["status"], AttributeValue::S("COMPLETED".into()));
+    assert!(
+        !items[0].contains_key("in_progress_claim"),
+        "completing removes the claim token: {:?}",
+        items[0]
+    );
+
+    // and the record replays as any other
+    let replay = idem
+        .run(&json!({"m": 1}), None, || async { Ok::<_, Boom>(json!(0)) })
+        .await;
+    assert_eq!(replay.expect("replay"), json!({"done": true}));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(client.calls().put, 3);
+}
+
+#[tokio::test]
+async fn another_calls_claim_refuses_even_with_the_same_deadline() {
+    // two calls of one invocation (one deadline) on the same key: the record is not the
+    // second call's although every Powertools attribute of it matches what that call writes
+    let client = Arc::new(MemoryClient::new("id"));
+    let idem = Arc::new(idempotency(
+        Arc::clone(&client),
+        IdempotencyConfig::default(),
+    ));
+    let deadline = Some(now_millis() + 10_000);
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let (finish_tx, finish_rx) = tokio::sync::oneshot::channel::<()>();
+    let first = {
+        let idem = Arc::clone(&idem);
+        tokio::spawn(async move {
+            idem.run(&json!({"m": 2}), deadline, || async {
+                started_tx.send(()).expect("the test waits");
+                finish_rx.await.expect("the test finishes it");
+                Ok::<_, Boom>(json!(1))
+            })
+            .await
+        })
+    };
+    started_rx.await.expect("the first call runs");
+    let second = idem
+        .run(&json!({"m": 2}), deadline, || async {
+            Ok::<_, Boom>(json!(2))
+        })
+        .await;
+    assert!(
+        matches!(
+            second,
+            Err(RunError::Idempotency(IdempotencyError::AlreadyInProgress(
+                _
+            )))
+        ),
+        "{second:?}"
+    );
+    finish_tx.send(()).expect("the first call waits");
+    assert_eq!(first.await.expect("task").expect("first"), json!(1));
 }

@@ -476,3 +476,50 @@ async fn no_key_passes_through_or_raises() {
         "No data found to create a hashed idempotency_key"
     );
 }
+
+#[tokio::test]
+async fn a_put_the_sdk_sends_again_after_its_answer_was_lost_runs_once() {
+    // the SDK's standard retry of a conditional put that DynamoDB had applied: the second
+    // attempt is refused by the record the first wrote; the call must know it as its own
+    let raw = sdk_client().await;
+    let table = create_table(&raw, "id", None).await;
+    let http = common::lost_answer::LoseFirstPutAnswer::new();
+    let conf = aws_sdk_dynamodb::config::Builder::from(
+        &aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(common::endpoint())
+            .load()
+            .await,
+    )
+    .http_client(http.clone())
+    .retry_config(
+        aws_smithy_types::retry::RetryConfig::standard()
+            .with_initial_backoff(Duration::from_millis(1)),
+    )
+    .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(conf);
+    let store = DynamoDbPersistenceLayer::new(client, &table);
+    let idem = Idempotency::with_key_prefix(
+        store,
+        IdempotencyConfig::default().event_key_jmespath("messageId"),
+        "lost",
+    )
+    .expect("config");
+    let runs = AtomicUsize::new(0);
+    let payload = json!({"messageId": "m-1"});
+    let out: Outcome = idem
+        .run(&payload, Some(now_millis() + 30_000), || {
+            counted(&runs, json!({"ok": true}))
+        })
+        .await;
+    assert_eq!(out.expect("the call runs"), json!({"ok": true}));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        http.puts.load(Ordering::SeqCst),
+        2,
+        "the SDK sent the put twice"
+    );
+    let key = idem.key_for(&payload).expect("key").expect("has key");
+    let item = get(&raw, &table, key_item(&key)).await.expect("stored");
+    assert_eq!(item["status"], s("COMPLETED"));
+    assert!(!item.contains_key("in_progress_claim"), "{item:?}");
+}

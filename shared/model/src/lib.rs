@@ -1,6 +1,7 @@
 //! harel's data contract, shared by every part of the project: the `Execution` and `Event`
 //! documents (JSON compatible with harel 0.9.0), the immutable `Definition` tree, event and
-//! context schemas, and Python's text of values where harel's messages depend on it.
+//! context schemas, Python's text of values where harel's messages depend on it, and the
+//! nesting limit of the JSON, YAML and TOML texts operators write ([`nesting`]).
 //!
 //! Pure data: serde and nothing else, so it compiles fast and embeds anywhere.
 
@@ -8,6 +9,7 @@ pub mod build;
 pub mod definition;
 pub mod effects;
 pub mod execution;
+pub mod nesting;
 pub mod pyjson;
 pub mod pyrepr;
 pub mod schema;

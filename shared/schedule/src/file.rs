@@ -152,6 +152,17 @@ fn deserialize(file: &str, text: &str) -> Result<IndexMap<String, RawEntry>, Fil
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
     let located = |path: String, reason: String| located_error(file, path, reason);
+    if extension
+        .as_deref()
+        .is_some_and(|e| matches!(e, "json" | "toml" | "yaml" | "yml"))
+    {
+        // before any parser: libyaml's scan of deep flow collections is quadratic in their
+        // depth, and every format is refused past serde's recursion limit anyway
+        harel_model::nesting::check(text).map_err(|deep| FileError::File {
+            file: file.to_string(),
+            reason: deep.to_string(),
+        })?;
+    }
     match extension.as_deref() {
         Some("json") => {
             let mut de = serde_json::Deserializer::from_str(text);
@@ -168,13 +179,46 @@ fn deserialize(file: &str, text: &str) -> Result<IndexMap<String, RawEntry>, Fil
         }
         Some("yaml" | "yml") => {
             let de = serde_yaml_ng::Deserializer::from_str(text);
-            serde_path_to_error::deserialize(de)
-                .map_err(|e| located(e.path().to_string(), e.inner().to_string()))
+            serde_path_to_error::deserialize(de).map_err(|e| {
+                let inner = e.inner();
+                located(e.path().to_string(), yaml_reason(text, inner))
+            })
         }
         _ => Err(FileError::File {
             file: file.to_string(),
             reason: "the extension must tell the format: .json, .toml, .yaml or .yml".into(),
         }),
+    }
+}
+
+/// serde_yaml_ng's message with its place: libyaml's syntax errors leave it out of their
+/// text (it is added), and its reader reports a bad character by its byte offset (`at
+/// position N`, with a location of 1:1 beside it: the offset is the place).
+fn yaml_reason(text: &str, error: &serde_yaml_ng::Error) -> String {
+    let reason = error.to_string();
+    if let Some(at) = reason.find(" at position ") {
+        let digits: String = reason[at + 13..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if let Ok(offset) = digits.parse::<usize>() {
+            // a byte offset; were it inside a character, the character's start
+            let mut end = offset.min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let before = &text[..end];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            let rest = &reason[at + 13 + digits.len()..];
+            return format!("{}{rest} at line {line} column {column}", &reason[..at]);
+        }
+    }
+    match error.location() {
+        Some(at) if !reason.contains(" at line ") => {
+            format!("{reason} at line {} column {}", at.line(), at.column())
+        }
+        _ => reason,
     }
 }
 

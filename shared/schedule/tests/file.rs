@@ -162,6 +162,27 @@ fn every_bad_file_is_refused_with_its_entry_field_and_reason() {
             "nightly: [1, 2\n".into(),
             &["schedules file s.yaml", "line"],
         ),
+        // libyaml's own syntax errors say nothing of the place in their text; found by
+        // tests/fuzz.rs, the place is added
+        (
+            "s.yaml",
+            "} ".into(),
+            &[
+                "schedules file s.yaml: did not find expected node content",
+                "at line 1 column 1",
+            ],
+        ),
+        (
+            "s.yaml",
+            "nightly:\n  machine: \u{e}\n".into(),
+            &["control characters are not allowed at line 2 column 12"],
+        ),
+        // nested past serde's limit: refused before libyaml's quadratic scan (tests/fuzz.rs)
+        (
+            "s.yaml",
+            format!("a: {}", "[".repeat(129)),
+            &["schedules file s.yaml: nested more than 128 levels deep at line 1, column 132"],
+        ),
         (
             "s.json",
             r#"{"nightly": {"machine": "Report", "cron": "0 3 * * *", "retries": 2}}"#.into(),

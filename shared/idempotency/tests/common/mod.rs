@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod counting;
+pub mod lost_answer;
 
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
