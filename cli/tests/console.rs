@@ -474,6 +474,37 @@ async fn bad_input_is_a_404_page_or_nothing_done_and_said() {
     assert!(page.contains("no queue, so no dead letters"), "{page}");
 }
 
+#[tokio::test]
+async fn the_example_seed_starts_the_demo_it_documents() {
+    let c = demo(&["--seed", "../examples/console.seed"]);
+    let (_, home) = c.get("/").await;
+    for id in [
+        "ord-abandoned",
+        "ord-cart",
+        "ord-paying",
+        "ord-retrying",
+        "ord-shipped",
+        "ord-delivered",
+        "ord-cancelled",
+        "ful-picking",
+        "ful-packing",
+        "approval-1",
+        "approval-2",
+    ] {
+        assert!(
+            home.contains(&format!(">{id}</code>")),
+            "{id} listed: {home}"
+        );
+    }
+    // +16m ran the abandoned order's checkout timeout, and only its
+    let (_, page) = c.get("/executions/ord-abandoned").await;
+    assert!(page.contains("outcome <b>abandoned</b>"), "{page}");
+    let (_, page) = c.get("/executions/ord-paying").await;
+    assert_eq!(active(&page), ["Checkout", "Checkout.AwaitingPayment"]);
+    let (_, page) = c.get("/executions/approval-2").await;
+    assert_eq!(active(&page), ["Review", "Review.Director"]);
+}
+
 #[test]
 fn a_bad_seed_stops_the_start_and_names_the_line() {
     let out = harel()

@@ -4,6 +4,8 @@
 //! with time left; children; the context as a JSON tree; the trace as a timeline; the forms
 //! of the actions (`super::actions`).
 
+use std::sync::Arc;
+
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{Html, IntoResponse, Response};
 use harel_model::{Definition, Execution};
@@ -41,8 +43,9 @@ pub fn active_paths(exe: &Execution, children: &[Execution]) -> Vec<String> {
     out
 }
 
-/// The definition an execution runs: its pinned version as the store keeps it, else the
-/// machine given with `--machines`. `Err`: why it cannot be drawn or decided against.
+/// The definition an execution runs: its pinned version as the store keeps it (read once
+/// per console: a version's content never changes), else the machine given with
+/// `--machines`. `Err`: why it cannot be drawn or decided against.
 pub async fn definition_of(c: &Console, exe: &Execution) -> Result<Definition, String> {
     let Some(version) = exe.pinned_version() else {
         return c
@@ -54,18 +57,28 @@ pub async fn definition_of(c: &Console, exe: &Execution) -> Result<Definition, S
             .cloned()
             .map_err(|e| format!("{e:#}"));
     };
-    let kept = c
-        .backend
-        .get_definition(version)
-        .await
-        .map_err(|e| format!("reading version {version}: {e}"))?
-        .ok_or_else(|| {
-            format!(
-                "{} runs version {version} of {}, which the store does not keep",
-                exe.id, exe.definition_id
-            )
-        })?;
-    let bundle = rebuild(version, &kept.document).map_err(|e| e.to_string())?;
+    let cached = c.versions.lock().ok().and_then(|v| v.get(version).cloned());
+    let bundle = match cached {
+        Some(bundle) => bundle,
+        None => {
+            let kept = c
+                .backend
+                .get_definition(version)
+                .await
+                .map_err(|e| format!("reading version {version}: {e}"))?
+                .ok_or_else(|| {
+                    format!(
+                        "{} runs version {version} of {}, which the store does not keep",
+                        exe.id, exe.definition_id
+                    )
+                })?;
+            let bundle = Arc::new(rebuild(version, &kept.document).map_err(|e| e.to_string())?);
+            if let Ok(mut v) = c.versions.lock() {
+                v.insert(version.to_string(), Arc::clone(&bundle));
+            }
+            bundle
+        }
+    };
     bundle
         .machine_for(exe)
         .map(|d| d.as_ref().clone())

@@ -17,10 +17,11 @@ mod executions;
 mod html;
 mod machines;
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -30,6 +31,7 @@ use super::machines::{MachineArgs, Machines};
 use super::show::StoreKind;
 use super::stack::StackArgs;
 use backend::Backend;
+use harel_runtime::versions::Bundle;
 
 #[derive(clap::Args)]
 pub struct ConsoleArgs {
@@ -68,6 +70,8 @@ pub struct Console {
     pub backend: Backend,
     pub machines: Machines,
     pub scan: bool,
+    /// The kept versions read so far, rebuilt (a version is its content: never stale).
+    pub versions: Mutex<HashMap<String, Arc<Bundle>>>,
 }
 
 impl Console {
@@ -137,6 +141,7 @@ pub async fn execute(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         backend,
         machines,
         scan: args.scan,
+        versions: Mutex::default(),
     });
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port))
         .await
