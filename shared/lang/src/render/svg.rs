@@ -561,6 +561,25 @@ fn draw_edge(
         y1 += ny * shift;
         x2 += nx * shift;
         y2 += ny * shift;
+        // a straight arrow that would cross another state's box bends around it: the first
+        // bulge to one side or the other that clears every box
+        let obstacles = obstacles(defn, edge.from, edge.to, rects);
+        let (p, q) = ((x1, y1), (x2, y2));
+        if crosses(&obstacles, |t| (x1 + (x2 - x1) * t, y1 + (y2 - y1) * t)) {
+            for d in [40.0, -40.0, 80.0, -80.0, 120.0, -120.0, 160.0, -160.0] {
+                let curve = Bulge::new(p, q, (nx, ny), d);
+                if !crosses(&obstacles, |t| curve.at(t)) {
+                    let _ = write!(
+                        svg,
+                        r#"<path class="edge" d="M{x1:.1},{y1:.1} C{:.1},{:.1} {:.1},{:.1} {x2:.1},{y2:.1}" marker-end="url(#arrow)"/>"#,
+                        curve.c1.0, curve.c1.1, curve.c2.0, curve.c2.1
+                    );
+                    let (mx, my) = curve.at(0.5);
+                    edge_label(edge, mx, my, labels);
+                    return;
+                }
+            }
+        }
         let _ = write!(
             svg,
             r#"<line class="edge" x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" marker-end="url(#arrow)"/>"#
@@ -574,7 +593,6 @@ fn draw_edge(
                 .unwrap_or(rects[&n])
         };
         let (oa, ob) = (outer(edge.from), outer(edge.to));
-        let (p, q) = ((x1, y1), (x2, y2));
         let t1 = if edge_contains(&oa, &a) {
             leaves(&oa, p, q)
         } else {
@@ -591,6 +609,87 @@ fn draw_edge(
         lx = x1 + (x2 - x1) * t + nx * extra;
         ly = y1 + (y2 - y1) * t + ny * extra;
     }
+    edge_label(edge, lx, ly, labels);
+}
+
+/// The boxes an arrow between `from` and `to` must not cross: every state but the two, their
+/// ancestors (which hold them) and their descendants (which they hold).
+fn obstacles(
+    defn: &Definition,
+    from: NodeId,
+    to: NodeId,
+    rects: &HashMap<NodeId, Rect>,
+) -> Vec<Rect> {
+    let related = |n: NodeId| {
+        let under = |a: NodeId, b: NodeId| {
+            let mut at = Some(b);
+            while let Some(x) = at {
+                if x == a {
+                    return true;
+                }
+                at = defn.node(x).parent;
+            }
+            false
+        };
+        under(n, from) || under(n, to) || under(from, n) || under(to, n)
+    };
+    rects
+        .iter()
+        .filter(|(n, _)| !related(**n))
+        .map(|(_, r)| *r)
+        .collect()
+}
+
+/// Whether the path `at(t)`, t from 0 to 1, passes inside one of `boxes` (sampled every
+/// 1/48 of the way: finer than the smallest box along any arrow this draws).
+fn crosses(boxes: &[Rect], at: impl Fn(f64) -> (f64, f64)) -> bool {
+    (1..48).any(|i| {
+        let (x, y) = at(i as f64 / 48.0);
+        boxes
+            .iter()
+            .any(|r| x > r.x + 2.0 && x < r.x + r.w - 2.0 && y > r.y + 2.0 && y < r.y + r.h - 2.0)
+    })
+}
+
+/// A cubic curve from `p` to `q` whose middle lies `d` to the side `n` of the straight line.
+struct Bulge {
+    p: (f64, f64),
+    c1: (f64, f64),
+    c2: (f64, f64),
+    q: (f64, f64),
+}
+
+impl Bulge {
+    fn new(p: (f64, f64), q: (f64, f64), n: (f64, f64), d: f64) -> Bulge {
+        // control points a quarter and three quarters of the way, pushed out by d / 0.75:
+        // the curve's middle is then d out
+        let k = d / 0.75;
+        let along = |f: f64| {
+            (
+                p.0 + (q.0 - p.0) * f + n.0 * k,
+                p.1 + (q.1 - p.1) * f + n.1 * k,
+            )
+        };
+        Bulge {
+            p,
+            c1: along(0.25),
+            c2: along(0.75),
+            q,
+        }
+    }
+
+    fn at(&self, t: f64) -> (f64, f64) {
+        let u = 1.0 - t;
+        let (a, b, c, d) = (u * u * u, 3.0 * u * u * t, 3.0 * u * t * t, t * t * t);
+        (
+            a * self.p.0 + b * self.c1.0 + c * self.c2.0 + d * self.q.0,
+            a * self.p.1 + b * self.c1.1 + c * self.c2.1 + d * self.q.1,
+        )
+    }
+}
+
+/// An arrow's label, its lines stacked, centred on (lx, ly), over a white background.
+fn edge_label(edge: &Edge, lx: f64, ly: f64, labels: &mut String) {
     let lines: Vec<&String> = edge.labels.iter().filter(|l| !l.is_empty()).collect();
     if lines.is_empty() {
         return;
@@ -728,5 +827,60 @@ machine M {
         let (x2, y2) = y_of("P.R2");
         assert_eq!(y1, y2);
         assert!(x2 > x1);
+    }
+
+    /// The (x, y) of the box drawn for `path`.
+    fn corner(svg: &str, path: &str) -> (f64, f64) {
+        let at = svg
+            .find(&format!("data-path=\"{path}\""))
+            .unwrap_or_else(|| panic!("{path} drawn"));
+        let num = |key: &str| -> f64 {
+            svg[at..]
+                .split(key)
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .and_then(|v| v.parse().ok())
+                .expect("a number")
+        };
+        (num(" x=\""), num(" y=\""))
+    }
+
+    const FLOW: &str = r#"
+event Go {}
+event Skip {}
+event Stop {}
+machine F {
+  initial Start
+  state Start {}
+  state Review {}
+  state Waiting {}
+  final Done success
+  from Start to Review on Go
+  from Start to Waiting on Skip
+  from Start to Done on Stop
+  from Review to Waiting on Go
+  from Review to Done on Stop
+}
+"#;
+
+    #[test]
+    fn children_run_left_to_right_and_an_arrow_bends_around_a_box_in_its_way() {
+        let defn = crate::load_str(FLOW, None, "f.stm").expect("loads");
+        let svg = render(&defn, &[]).expect("drawn");
+        // Start first; the three it leads to in the next column, stacked
+        let (sx, _) = corner(&svg, "Start");
+        let (rx, ry) = corner(&svg, "Review");
+        let (wx, wy) = corner(&svg, "Waiting");
+        let (dx, dy) = corner(&svg, "Done");
+        assert!(sx < rx, "{svg}");
+        assert!((rx - wx).abs() < 20.0 && (wx - dx).abs() < 20.0, "{svg}");
+        assert!(ry < wy && wy < dy, "{svg}");
+        // Review -> Done would cross Waiting: the one curved arrow (no loops here)
+        assert_eq!(svg.matches("<path class=\"edge\"").count(), 1, "{svg}");
+        assert_eq!(svg.matches("<line class=\"edge\"").count(), 4 + 1, "{svg}");
+        // every label is drawn after every arrow, so none is crossed by one
+        let last_arrow = svg.rfind("class=\"edge\"").expect("arrows");
+        let first_label = svg.find("class=\"edge-label-bg\"").expect("labels");
+        assert!(last_arrow < first_label);
     }
 }
