@@ -375,6 +375,33 @@ async fn a_migration_is_a_dry_run_first_and_takes_a_path_map() {
     let (code, drawn) = c.get(&format!("/machines/M?version={v1_version}")).await;
     assert_eq!(code, StatusCode::OK);
     assert!(drawn.contains("data-path=\"B\""), "V1 drawn");
+    // the version filter reads each listed execution's pin: the list and a bulk action agree
+    let (_, on_v2) = c.get(&format!("/?version={v2_version}")).await;
+    assert!(on_v2.contains(">m-1</code>"), "{on_v2}");
+    let (_, on_v1) = c.get(&format!("/?version={v1_version}")).await;
+    assert!(!on_v1.contains(">m-1</code>"), "{on_v1}");
+    let (_, dry) = c
+        .post(
+            "/bulk",
+            &[
+                ("action", "suspend"),
+                ("scope", "filter"),
+                ("filter_version", &v1_version),
+            ],
+        )
+        .await;
+    assert!(dry.contains("nothing to do, nothing done"), "{dry}");
+    let (_, dry) = c
+        .post(
+            "/bulk",
+            &[
+                ("action", "suspend"),
+                ("scope", "filter"),
+                ("filter_version", &v2_version),
+            ],
+        )
+        .await;
+    assert!(dry.contains("Dry run: suspend 1 execution"), "{dry}");
     let (_, check) = c.get("/deploy-check").await;
     assert!(
         check.contains(&format!("version {v2_version}: the one DIR ships")),
