@@ -81,8 +81,8 @@ pub struct RunArgs {
     pub execution_id: Option<String>,
 }
 
-/// One `-e` step.
-enum Step {
+/// One `-e` step (also a line of `harel console --seed`).
+pub(crate) enum Step {
     Event(Box<Event>),
     Advance { label: String, seconds: f64 },
 }
@@ -108,7 +108,7 @@ fn duration(spec: &str) -> Option<f64> {
     valid.then(|| num.parse::<f64>().ok().map(|n| n * factor))?
 }
 
-fn parse_step(spec: &str) -> anyhow::Result<Step> {
+pub(crate) fn parse_step(spec: &str) -> anyhow::Result<Step> {
     if spec.starts_with('+') {
         let seconds = duration(spec).ok_or_else(|| {
             anyhow!("-e {spec}: a clock step is +N with an optional unit s, m or h (e.g. +30s)")

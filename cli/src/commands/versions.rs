@@ -324,33 +324,60 @@ pub struct DeployCheckArgs {
 
 /// The live executions of one (machine, version).
 #[derive(Default, serde::Serialize)]
-struct Group {
-    live: usize,
+pub struct Group {
+    pub live: usize,
     /// Every active path, history entry and timer path exists in the new version.
-    migratable: usize,
+    pub migratable: usize,
     /// Paths without a counterpart (a map is needed), with how many executions hold each.
-    needs_map: BTreeMap<String, usize>,
-    executions_needing_map: usize,
+    pub needs_map: BTreeMap<String, usize>,
+    pub executions_needing_map: usize,
     /// Kept in the store (or shipped by DIR): the executions can continue on it.
-    available: bool,
+    pub available: bool,
 }
 
-pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitCode> {
-    let machines = load_machines(&args.dir)?;
+/// What deploying some machines would do to the live executions (`harel deploy-check`, the
+/// console's machines page).
+pub struct DeployCheck {
+    /// Each machine about to be deployed: its version and itself.
+    pub new: BTreeMap<String, (String, Definition)>,
+    /// The versions the store keeps.
+    pub kept: BTreeMap<String, DefinitionDoc>,
+    /// (machine, version or "" for none) -> its live executions.
+    pub groups: BTreeMap<(String, String), Group>,
+    /// What the deploy would break, one line each (none: safe to deploy).
+    pub blocking: Vec<String>,
+}
+
+impl DeployCheck {
+    /// How `machine`'s `version` group fares, for people.
+    pub fn describe(&self, machine: &str, version: &str, g: &Group) -> String {
+        let current = self.new.get(machine).map(|(v, _)| v.as_str());
+        match (version, current) {
+            ("", _) => "no version: runs whatever is deployed".to_string(),
+            (v, Some(c)) if v == c => format!("version {v}: the one DIR ships"),
+            (v, _) if g.available => format!("version {v}: stays pinned (kept in the store)"),
+            (v, _) => format!("version {v}: NOT KEPT in the store"),
+        }
+    }
+}
+
+/// Check `machines` against the live executions of `store` (through the listing index, the
+/// whole table with `scan`); `explain` words a store failure.
+pub async fn deploy_check<S: ExecutionStore>(
+    store: &S,
+    machines: Vec<Definition>,
+    scan: bool,
+    explain: impl Fn(&str, harel_store::StoreError) -> anyhow::Error,
+) -> anyhow::Result<DeployCheck> {
     let mut new: BTreeMap<String, (String, Definition)> = BTreeMap::new();
     for defn in machines {
         let version = version_of(&bundle_document(&defn)?);
         new.insert(defn.id.clone(), (version, defn));
     }
-    let mut stack = args.stack.connect().await?;
-    if args.scan {
-        stack.report_scan_progress();
-    }
-    let kept: BTreeMap<String, DefinitionDoc> = stack
-        .store
+    let kept: BTreeMap<String, DefinitionDoc> = store
         .list_definitions()
         .await
-        .map_err(|e| stack.explain("reading the kept versions", e))?
+        .map_err(|e| explain("reading the kept versions", e))?
         .into_iter()
         .map(|d| (d.version.clone(), d))
         .collect();
@@ -358,26 +385,23 @@ pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitC
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     let mut cursor = None;
     loop {
-        let query = live_query(None, false, args.scan, cursor);
-        let page = stack
-            .store
+        let query = live_query(None, false, scan, cursor);
+        let page = store
             .list_executions(&query)
             .await
-            .map_err(|e| stack.explain("listing the executions", e))?;
+            .map_err(|e| explain("listing the executions", e))?;
         for summary in page.items.iter().filter(|s| live(s.status)) {
-            let Some(exe) = stack
-                .store
+            let Some(exe) = store
                 .load(&summary.id)
                 .await
-                .map_err(|e| stack.explain(&format!("reading {:?}", summary.id), e))?
+                .map_err(|e| explain(&format!("reading {:?}", summary.id), e))?
             else {
                 continue;
             };
-            let timers: Vec<(String, f64)> = stack
-                .store
+            let timers: Vec<(String, f64)> = store
                 .armed_timers(&exe.id)
                 .await
-                .map_err(|e| stack.explain(&format!("reading the timers of {:?}", exe.id), e))?
+                .map_err(|e| explain(&format!("reading the timers of {:?}", exe.id), e))?
                 .into_iter()
                 .map(|t| (t.path, t.fire_at))
                 .collect();
@@ -407,6 +431,30 @@ pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitC
             blocking.push(format!("{} execution(s) of {machine} run version {version}, which neither the store keeps nor DIR ships: the deploy removes its last copy", g.live));
         }
     }
+    Ok(DeployCheck {
+        new,
+        kept,
+        groups,
+        blocking,
+    })
+}
+
+pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitCode> {
+    let machines = load_machines(&args.dir)?;
+    let mut stack = args.stack.connect().await?;
+    if args.scan {
+        stack.report_scan_progress();
+    }
+    let check = deploy_check(&stack.store, machines, args.scan, |doing, e| {
+        stack.explain(doing, e)
+    })
+    .await?;
+    let DeployCheck {
+        new,
+        kept,
+        groups,
+        blocking,
+    } = &check;
     if args.json {
         let rows: Vec<_> = groups
             .iter()
@@ -419,7 +467,7 @@ pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitC
         );
     } else {
         println!("machines in {}:", args.dir.display());
-        for (m, (v, _)) in &new {
+        for (m, (v, _)) in new {
             let kept_note = if kept.contains_key(v) { "" } else { " (new)" };
             println!("  {m:<24} version {v}{kept_note}");
         }
@@ -427,15 +475,8 @@ pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitC
         if groups.is_empty() {
             println!("no live executions");
         }
-        for ((machine, version), g) in &groups {
-            let current = new.get(machine).map(|(v, _)| v.as_str());
-            let what = match (version.as_str(), current) {
-                ("", _) => "no version: runs whatever is deployed".to_string(),
-                (v, Some(c)) if v == c => format!("version {v}: the one DIR ships"),
-                (v, _) if g.available => format!("version {v}: stays pinned (kept in the store)"),
-                (v, _) => format!("version {v}: NOT KEPT in the store"),
-            };
-            println!("{machine} {what}");
+        for ((machine, version), g) in groups {
+            println!("{machine} {}", check.describe(machine, version, g));
             println!(
                 "  live {}; without a map could move to the new version: {}; need a map: {}",
                 g.live, g.migratable, g.executions_needing_map
@@ -444,7 +485,7 @@ pub async fn execute_deploy_check(args: DeployCheckArgs) -> anyhow::Result<ExitC
                 println!("    {path} ({n})");
             }
         }
-        for b in &blocking {
+        for b in blocking {
             eprintln!("error: {b}");
         }
     }

@@ -1,6 +1,9 @@
-//! The console's HTML: one layout, escaping, and the few pieces several pages share (a JSON
-//! tree, a status badge). Server-rendered strings: no template engine to learn or ship.
+//! The console's HTML: one layout, escaping, the answers every page gives (a page, an error
+//! page) and the few pieces several pages share (a JSON tree, a status badge).
+//! Server-rendered strings: no template engine to learn or ship.
 
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
 use serde_json::Value;
 
 pub const CSS: &str = include_str!("console.css");
@@ -25,6 +28,50 @@ pub fn page(title: &str, body: &str) -> String {
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{} · harel console</title><link rel="stylesheet" href="/assets/console.css"><script src="/assets/console.js" defer></script></head><body><nav><a href="/" class="brand">harel</a><a href="/">executions</a><a href="/machines">machines</a><a href="/dead-letters">dead letters</a></nav><main>{body}</main></body></html>"#,
         esc(title)
     )
+}
+
+/// A page with `body` under the layout.
+pub fn ok(title: &str, body: String) -> Response {
+    Html(page(title, &body)).into_response()
+}
+
+/// An error page: what went wrong, with the status that says so.
+pub fn failure(status: StatusCode, title: &str, text: &str) -> Response {
+    let body = format!(
+        "<h1>{}</h1>{}<p><a href=\"/\">back to the executions</a></p>",
+        esc(title),
+        notice("error", text)
+    );
+    (status, Html(page(title, &body))).into_response()
+}
+
+pub fn not_found(text: &str) -> Response {
+    failure(StatusCode::NOT_FOUND, "Not found", text)
+}
+
+/// A store or queue request that failed.
+pub fn aws_error(e: impl std::fmt::Display) -> Response {
+    failure(
+        StatusCode::BAD_GATEWAY,
+        "AWS error",
+        &format!("{e:#} ({})", crate::commands::stack::AWS_HINT),
+    )
+}
+
+pub async fn no_such_page() -> Response {
+    not_found("No such page.")
+}
+
+pub async fn css() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], CSS).into_response()
+}
+
+pub async fn js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        JS,
+    )
+        .into_response()
 }
 
 pub fn badge(status: &str) -> String {
