@@ -91,8 +91,8 @@ impl ExecutionStore for Backend {
     async fn pending_published(&self) -> StoreResult<Vec<BusEvent>> {
         delegate!(self, s => s.pending_published())
     }
-    async fn ack_published(&self, event_id: &str) -> StoreResult<()> {
-        delegate!(self, s => s.ack_published(event_id))
+    async fn ack_published(&self, event_ids: &[&str]) -> StoreResult<()> {
+        delegate!(self, s => s.ack_published(event_ids))
     }
     async fn retry_published(&self, event_id: &str, attempts: u32) -> StoreResult<()> {
         delegate!(self, s => s.retry_published(event_id, attempts))
