@@ -166,8 +166,14 @@ fn deserialize(file: &str, text: &str) -> Result<IndexMap<String, RawEntry>, Fil
     match extension.as_deref() {
         Some("json") => {
             let mut de = serde_json::Deserializer::from_str(text);
-            serde_path_to_error::deserialize(&mut de)
-                .map_err(|e| located(e.path().to_string(), e.inner().to_string()))
+            let read = serde_path_to_error::deserialize(&mut de)
+                .map_err(|e| located(e.path().to_string(), e.inner().to_string()))?;
+            // a second document after the first is a broken file, not one to half-read
+            de.end().map_err(|e| FileError::File {
+                file: file.to_string(),
+                reason: e.to_string(),
+            })?;
+            Ok(read)
         }
         Some("toml") => {
             let de = toml::Deserializer::parse(text).map_err(|e| FileError::File {

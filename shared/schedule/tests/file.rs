@@ -253,3 +253,16 @@ fn a_missing_file_is_named() {
         "{e}"
     );
 }
+
+/// Found by the fuzzer: JSON with a second document after the first was read up to the
+/// first one's end, and refused (or taken) for what that one held, with no place named.
+#[test]
+fn json_with_text_after_the_document_is_refused_where_it_starts() {
+    let text = r#"{"a": {"machine": "Report", "cron": "0 3 * * *"}}{"b": 1}"#;
+    let err = check("s.json", text).expect_err("trailing text is a broken file");
+    let said = err.to_string();
+    assert!(
+        said.contains("s.json") && said.contains("trailing characters at line 1 column"),
+        "{said}"
+    );
+}
