@@ -29,6 +29,10 @@ pub enum PersistenceError {
     Malformed(String),
     #[error("key_attr [{0}] and sort_key_attr [{0}] cannot be the same!")]
     SameKeyAttrs(String),
+    /// The claim token's attribute is named like another (the update that completes a record
+    /// would set and remove the same attribute).
+    #[error("claim_attr [{0}] is already the name of another attribute")]
+    ClaimAttr(String),
 }
 
 /// Attribute names, each renamable, with Powertools' defaults (and one of ours, `claim`).
@@ -158,12 +162,28 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
         &self.client
     }
 
-    /// Powertools refuses a sort key named like the partition key.
+    /// Powertools refuses a sort key named like the partition key; the claim token's
+    /// attribute must have a name of its own too.
     pub fn check(&self) -> Result<(), PersistenceError> {
-        match &self.attrs.sort_key {
-            Some(sk) if *sk == self.attrs.key => Err(PersistenceError::SameKeyAttrs(sk.clone())),
-            _ => Ok(()),
+        let a = &self.attrs;
+        if let Some(sk) = &a.sort_key {
+            if *sk == a.key {
+                return Err(PersistenceError::SameKeyAttrs(sk.clone()));
+            }
         }
+        let others = [
+            Some(&a.key),
+            a.sort_key.as_ref(),
+            Some(&a.expiry),
+            Some(&a.in_progress_expiry),
+            Some(&a.status),
+            Some(&a.data),
+            Some(&a.validation),
+        ];
+        if others.into_iter().flatten().any(|name| *name == a.claim) {
+            return Err(PersistenceError::ClaimAttr(a.claim.clone()));
+        }
+        Ok(())
     }
 
     /// The primary key of a record: simple, or the static partition value + the key.

@@ -279,3 +279,18 @@ async fn another_calls_claim_refuses_even_with_the_same_deadline() {
     finish_tx.send(()).expect("the first call waits");
     assert_eq!(first.await.expect("task").expect("first"), json!(1));
 }
+
+#[test]
+fn a_claim_attribute_named_like_another_is_refused() {
+    let store = DynamoDbPersistenceLayer::new(Arc::new(MemoryClient::new("id")), "fake")
+        .with_claim_attr("status");
+    let refused = Idempotency::with_key_prefix(store, IdempotencyConfig::default(), "fake");
+    match refused {
+        Err(IdempotencyError::Config(why)) => assert_eq!(
+            why,
+            "claim_attr [status] is already the name of another attribute"
+        ),
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("accepted"),
+    }
+}
