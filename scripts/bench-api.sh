@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The HTTP API's cost: AWS requests (and DynamoDB read units) per create, send, show, list
-# and control, beside what the worker spends on the same create or event (on moto,
-# functions/api/examples/bench_api.rs); then the api binary's size beside the worker's
-# (release builds: built here if missing, which takes minutes with the fat LTO profile).
+# The HTTP API's cost: AWS requests (and DynamoDB read units) per create, send, show, list,
+# control, webhook and callback completion, beside what the worker spends on the same create
+# or event (on moto, functions/api/examples/bench_api.rs); then the api binary's size and
+# cold start beside the worker's (release builds: built here if missing, which takes minutes
+# with the fat LTO profile; cold start: scripts/bench-cold-start.sh, to "ready" against moto).
 #   scripts/bench-api.sh [N]      (N requests of each kind, default 20)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,3 +19,4 @@ worker=$(stat -c %s "$target/release/worker")
 printf '%-8s %10s\n' binary bytes
 printf '%-8s %10d\n' api "$api" worker "$worker"
 awk -v a="$api" -v w="$worker" 'BEGIN { printf "api/worker: %.2f\n", a / w }'
+scripts/bench-cold-start.sh "$target/release/api" "$target/release/worker"

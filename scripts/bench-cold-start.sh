@@ -8,7 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 if [ -z "${AWS_ENDPOINT_URL:-}" ]; then exec scripts/with-moto.sh "$0" "$@"; fi
 bins=("$@")
-if [ ${#bins[@]} -eq 0 ]; then bins=(.aws-sam/build/Worker/bootstrap .aws-sam/build/Relay/bootstrap .aws-sam/build/Sweeper/bootstrap); fi
+if [ ${#bins[@]} -eq 0 ]; then bins=(.aws-sam/build/Worker/bootstrap .aws-sam/build/Relay/bootstrap .aws-sam/build/Sweeper/bootstrap .aws-sam/build/Api/bootstrap); fi
 prefix=cs$RANDOM
 export HAREL_TABLE_PREFIX=$prefix IDEMPOTENCY_TABLE=${prefix}_idempotency
 export HAREL_QUEUE_URL=$AWS_ENDPOINT_URL/123456789012/$prefix.fifo HAREL_DLQ_URL=$AWS_ENDPOINT_URL/123456789012/$prefix-dlq.fifo

@@ -382,6 +382,16 @@ const WORKER: &[(&str, &str, &str)] = &[
         "remote actions' secretsmanager: header values, read at cold start",
     ),
     (
+        "GetParameter",
+        "CallbackSecretArns",
+        "the callback secret as ssm: (harel.lib.callback_token), read at cold start",
+    ),
+    (
+        "GetSecretValue",
+        "CallbackSecretArns",
+        "the callback secret as secretsmanager:, read at cold start",
+    ),
+    (
         "SendMessage",
         "DeadLetterQueue",
         "dead letters with their reason",
@@ -490,6 +500,16 @@ const RELAY: &[(&str, &str, &str)] = &[
         "RemoteActionSecrets",
         "remote actions' secretsmanager: header values, read at cold start",
     ),
+    (
+        "GetParameter",
+        "CallbackSecretArns",
+        "the callback secret as ssm: (harel.lib.callback_token), read at cold start",
+    ),
+    (
+        "GetSecretValue",
+        "CallbackSecretArns",
+        "the callback secret as secretsmanager:, read at cold start",
+    ),
 ];
 
 const SWEEPER: &[(&str, &str, &str)] = &[
@@ -580,7 +600,32 @@ const API: &[(&str, &str, &str)] = &[
     (
         "SendMessageBatch",
         "Queue",
-        "creates, events, a cooperative cancel's Cancel",
+        "creates, events (webhooks' and callbacks' too), a cooperative cancel's Cancel",
+    ),
+    (
+        "GetItem",
+        "ProcessedTable",
+        "a webhook or a callback for a closed execution: did it process this event id?",
+    ),
+    (
+        "GetParameter",
+        "HookSecretArns",
+        "the hooks file's ssm: secrets, read at cold start",
+    ),
+    (
+        "GetSecretValue",
+        "HookSecretArns",
+        "the hooks file's secretsmanager: secrets, read at cold start",
+    ),
+    (
+        "GetParameter",
+        "CallbackSecretArns",
+        "the callback secret as ssm:, read at cold start (it opens tokens)",
+    ),
+    (
+        "GetSecretValue",
+        "CallbackSecretArns",
+        "the callback secret as secretsmanager:, read at cold start",
     ),
 ];
 
@@ -1677,4 +1722,73 @@ fn the_failed_executions_example_matches_the_events_it_takes() {
     let env = &t["Globals"]["Function"]["Environment"]["Variables"];
     assert_eq!(resource_ref(&env[harel_stack::EVENT_BUS]), "EventBusName");
     assert_eq!(resource_ref(&env[harel_stack::EVENT_SOURCE]), "EventSource");
+}
+
+/// The HTTP API takes IAM (SigV4) on every route but the outside world's: a webhook provider
+/// or a callback token's holder cannot sign, so `POST /hooks/{name}` and
+/// `POST /callbacks/{token}[/fail]` have routes of their own without an authorizer (their
+/// signature or token is checked by the function) - exactly the operations openapi.yaml marks
+/// `security: []`.
+#[test]
+fn only_the_webhook_and_callback_routes_skip_iam() {
+    let t = deployed();
+    let api = &resources(&t)["HttpApi"]["Properties"];
+    let body = api.get("Body").unwrap_or(&api["DefinitionBody"]);
+    let mut open = BTreeSet::new();
+    let mut routes = 0;
+    for (path, ops) in body["paths"].as_mapping().expect("paths") {
+        for (method, op) in ops.as_mapping().expect("operations") {
+            routes += 1;
+            let security: Vec<String> = list(op.get("security"))
+                .iter()
+                .flat_map(|s| {
+                    s.as_mapping()
+                        .into_iter()
+                        .flat_map(|m| m.keys().map(str_of))
+                })
+                .collect();
+            match security.as_slice() {
+                [one] if one == "AWS_IAM" => {}
+                [one] if one == "NONE" => {
+                    open.insert(format!("{} {}", str_of(method), str_of(path)));
+                }
+                other => panic!("{method:?} {path:?}: security {other:?}"),
+            }
+        }
+    }
+    assert_eq!(routes, 4, "the $default route and the three open ones");
+    let spec: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(root().join("openapi.yaml")).expect("openapi.yaml"),
+    )
+    .expect("the spec");
+    let mut unsigned = BTreeSet::new();
+    for (path, ops) in spec["paths"].as_mapping().expect("paths") {
+        for (method, op) in ops.as_mapping().expect("operations") {
+            if op.get("security").is_some_and(|s| list(Some(s)).is_empty()) {
+                unsigned.insert(format!("{} {}", str_of(method), str_of(path)));
+            }
+        }
+    }
+    assert_eq!(open, unsigned);
+    assert_eq!(
+        open,
+        BTreeSet::from([
+            "post /callbacks/{token}".to_string(),
+            "post /callbacks/{token}/fail".to_string(),
+            "post /hooks/{name}".to_string(),
+        ])
+    );
+    // and what they are checked with reaches the functions: the hooks file the api's, the
+    // callback secret those that make tokens (worker, relay) and the one that opens them
+    let env = |function: &str, variable: &str| {
+        resource_ref(&resources(&t)[function]["Properties"]["Environment"]["Variables"][variable])
+    };
+    assert_eq!(env("Api", harel_stack::HOOKS_FILE), "HooksFile");
+    for function in ["Worker", "Relay", "Api"] {
+        assert_eq!(
+            env(function, "HAREL_CALLBACK_SECRET"),
+            "CallbackSecret",
+            "{function}"
+        );
+    }
 }

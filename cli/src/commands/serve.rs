@@ -1,6 +1,7 @@
-//! `harel serve [--port P] [--bind ADDR] --machines DIR [--actions MAP] [--store memory|dynamodb]`:
-//! the HTTP API of the deployed `api` function (harel-api's router, the same code) on this
-//! machine. With `--store memory` (the default) nothing outlives the process: a background
+//! `harel serve [--port P] [--bind ADDR] --machines DIR [--hooks FILE] [--callback-secret S]
+//! [--actions MAP] [--store memory|dynamodb]`: the HTTP API of the deployed `api` function
+//! (harel-api's router, the same code) on this machine, webhooks (`--hooks`) and callback
+//! tokens (`--callback-secret`, or `HAREL_CALLBACK_SECRET`) included. With `--store memory` (the default) nothing outlives the process: a background
 //! task drains the in-memory queue through the embedded runner, with the worker's status
 //! gate, and fires due timers. With `--store dynamodb` it serves a stack's tables and queue
 //! (`--stack`, `--table-prefix`, `--queue-url`), whose worker runs what it enqueues.
@@ -11,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use harel_api::Backend;
+use harel_api::{Backend, HookCounts, HookMetrics, HookOutcome, Ingress};
+use harel_hooks::{CallbackKey, Hooks, HooksFile, SecretSource};
 use harel_model::Definition;
 use harel_runtime::admission::{gate, Gate};
 use harel_runtime::{ActionRegistry, Driver, DurableRunner, RuntimeError};
@@ -38,6 +40,15 @@ pub struct ServeArgs {
     /// others are no-ops returning null, as in `harel run` (memory store only)
     #[arg(long, value_name = "MAP")]
     pub actions: Option<std::path::PathBuf>,
+    /// A hooks file (.json, .toml, .yaml): `POST /hooks/{name}` verifies and routes webhooks
+    /// with it (docs/webhooks.md); its kinds are checked against the machines
+    #[arg(long, value_name = "FILE")]
+    pub hooks: Option<std::path::PathBuf>,
+    /// The callback secret (at least 32 bytes, or env:NAME, ssm:/path, secretsmanager:ID):
+    /// `harel.lib.callback_token` makes tokens with it and `POST /callbacks/{token}` opens
+    /// them (docs/callbacks.md). Prefer the variable: a flag's value shows in `ps`
+    #[arg(long, value_name = "SECRET", env = harel_hooks::callback::SECRET_VAR, hide_env_values = true)]
+    pub callback_secret: Option<String>,
     /// Where executions live: in this process, or a stack's DynamoDB tables and SQS queue
     #[arg(long, value_enum, default_value = "memory")]
     pub store: StoreKind,
@@ -56,6 +67,11 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let definitions: Vec<Definition> = machines.all().cloned().collect();
+    let stack = match args.store {
+        StoreKind::Dynamodb => Some(args.stack.connect().await?),
+        StoreKind::Memory => None,
+    };
+    let (hooks, callback_key) = ingress(&args, &definitions, stack.as_ref()).await?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port))
         .await
         .with_context(|| format!("binding {}:{}", args.bind, args.port))?;
@@ -74,6 +90,13 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<ExitCode> {
                     &remote.secrets,
                 )?;
             }
+            if let Some(key) = &callback_key {
+                harel_hooks::callback::register(
+                    &mut registry,
+                    key.clone(),
+                    Arc::new(harel_runtime::SystemClock),
+                );
+            }
             registry.set_fallback(Arc::new(super::run::NoOp));
             let runner = DurableRunner::with_driver(
                 Arc::clone(&store),
@@ -84,17 +107,19 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 store,
                 queue,
                 Driver::new(definitions, ActionRegistry::with_stdlib()),
-            );
+            )
+            .with_ingress(ingress_of(hooks, callback_key));
             harel_api::router(Arc::new(backend))
         }
         StoreKind::Dynamodb => {
-            let stack = args.stack.connect().await?;
+            let stack = stack.expect("connected above for --store dynamodb");
             let transport = stack.transport("the API enqueues creates and events")?;
             let backend = Backend::new(
                 stack.store,
                 transport,
                 Driver::new(definitions, ActionRegistry::with_stdlib()),
-            );
+            )
+            .with_ingress(ingress_of(hooks, callback_key));
             harel_api::router(Arc::new(backend))
         }
     };
@@ -105,6 +130,86 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("serving the API")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The hooks of `--hooks` (checked against the machines, secrets read once) and the key of
+/// `--callback-secret`. AWS is asked only for an `ssm:` or `secretsmanager:` secret: with a
+/// stack, through its configuration; without, through the default one.
+async fn ingress(
+    args: &ServeArgs,
+    definitions: &[Definition],
+    stack: Option<&super::stack::Stack>,
+) -> anyhow::Result<(Option<Hooks>, Option<CallbackKey>)> {
+    let file = match &args.hooks {
+        Some(path) => {
+            let file = HooksFile::load(path).map_err(super::exit::usage)?;
+            let known: Vec<Arc<Definition>> = definitions.iter().cloned().map(Arc::new).collect();
+            file.check(&|name| known.iter().find(|d| d.id == name).cloned())
+                .map_err(super::exit::usage)?;
+            Some(file)
+        }
+        None => None,
+    };
+    let secret = args
+        .callback_secret
+        .as_deref()
+        .filter(|s| !s.trim().is_empty());
+    let needs_aws = file
+        .iter()
+        .any(|f| f.entries.values().any(|entry| entry.verify.secret.is_aws()))
+        || secret.is_some_and(|s| SecretSource::parse(s).is_ok_and(|s| s.is_aws()));
+    let sdk = match (stack, needs_aws) {
+        (Some(stack), _) => Some(stack.sdk.clone()),
+        (None, true) => {
+            Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
+        }
+        (None, false) => None,
+    };
+    let reader = sdk.as_ref().map(harel_remote::AwsReader::new);
+    let hooks = match file {
+        Some(file) => Some(
+            Hooks::resolve(file, reader.as_ref())
+                .await
+                .map_err(super::exit::usage)?,
+        ),
+        None => None,
+    };
+    let key = match secret {
+        Some(text) => Some(
+            CallbackKey::read(text, "--callback-secret", reader.as_ref())
+                .await
+                .map_err(super::exit::usage)?,
+        ),
+        None => None,
+    };
+    Ok((hooks, key))
+}
+
+fn ingress_of(hooks: Option<Hooks>, callback_key: Option<CallbackKey>) -> Ingress {
+    Ingress {
+        hooks,
+        callback_key,
+        metrics: Arc::new(LoggedCounts::default()),
+    }
+}
+
+/// `harel serve`'s webhook metric: a count per hook and outcome, each delivery not
+/// delivered written to stderr with its running count and reason.
+#[derive(Default)]
+struct LoggedCounts(HookCounts);
+
+impl HookMetrics for LoggedCounts {
+    fn record(&self, hook: &str, outcome: HookOutcome, reason: Option<&str>) {
+        self.0.record(hook, outcome, reason);
+        if outcome != HookOutcome::Delivered {
+            eprintln!(
+                "serve: hook {hook}: {} (count {}): {}",
+                outcome.as_str(),
+                self.0.get(hook, outcome),
+                reason.unwrap_or("")
+            );
+        }
+    }
 }
 
 /// The memory store's worker: each queued message through the embedded runner, gated by

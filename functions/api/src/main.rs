@@ -1,6 +1,10 @@
 //! The api function: API Gateway (HTTP API) requests in, harel-api's router answers (the
 //! same routes `harel serve` serves). Cold start wires the stack's store, queue and machines
-//! as the worker's does, so the API checks against what the worker runs.
+//! as the worker's does, so the API checks against what the worker runs; and, when the stack
+//! has them, the hooks file (`HAREL_HOOKS_FILE`) and the callback secret
+//! (`HAREL_CALLBACK_SECRET`), each secret read once, here.
+
+mod metrics;
 
 use std::sync::Arc;
 
@@ -11,7 +15,13 @@ use lambda_http::Error;
 async fn main() -> Result<(), Error> {
     harel_app::init_tracing();
     let booted = harel_app::boot(Role::Api).await?;
-    let backend = harel_api::Backend::new(booted.store, booted.transport, booted.driver);
+    let ingress = harel_api::Ingress {
+        hooks: booted.hooks,
+        callback_key: booted.callback_key,
+        metrics: Arc::new(metrics::EmfHookMetrics::from_env()?),
+    };
+    let backend = harel_api::Backend::new(booted.store, booted.transport, booted.driver)
+        .with_ingress(ingress);
     tracing::info!("api ready");
     lambda_http::run(harel_api::router(Arc::new(backend))).await
 }

@@ -29,6 +29,10 @@ pub enum BootError {
     Remote(#[from] harel_remote::BindError),
     #[error("callback tokens: {0}")]
     Callback(#[from] harel_hooks::SecretError),
+    #[error(transparent)]
+    HooksFile(#[from] harel_hooks::FileError),
+    #[error("webhooks: {0}")]
+    HookSecret(harel_hooks::SecretError),
     #[error("machine {id} of {file} has the name of a machine compiled into the functions")]
     DuplicateMachine { id: String, file: String },
     #[error("store: {0}")]
@@ -66,6 +70,11 @@ pub struct Booted {
     pub bus: Option<harel_lambda::eventbridge::EventBridgeBus>,
     /// The sweeper's: the schedules it starts (`HAREL_SCHEDULES_FILE`), with their marks.
     pub schedules: Option<crate::sweeper::ScheduledStarts>,
+    /// The API's webhooks (`HAREL_HOOKS_FILE`), checked against the machines, their secrets
+    /// read.
+    pub hooks: Option<harel_hooks::Hooks>,
+    /// The API's callback key (`HAREL_CALLBACK_SECRET`): it opens the tokens the worker makes.
+    pub callback_key: Option<harel_hooks::CallbackKey>,
 }
 
 impl Booted {
@@ -320,6 +329,10 @@ pub async fn boot_with(
         }
         _ => None,
     };
+    let (hooks, callback_key) = match role {
+        Role::Api => ingress(&config, &driver, sdk).await?,
+        _ => (None, None),
+    };
     let waker = match &config.sweeper_function {
         Some(function) if role == Role::Worker => {
             Some(Arc::new(LambdaWaker::from_sdk(sdk, function.clone())) as Arc<dyn Waker>)
@@ -336,7 +349,40 @@ pub async fn boot_with(
         remote,
         bus,
         schedules,
+        hooks,
+        callback_key,
     })
+}
+
+/// The API's outside-world routes: the hooks file (its kinds checked against the machines
+/// the worker runs, each secret read once, here) and the callback key. Both optional.
+async fn ingress(
+    config: &Config,
+    driver: &AppDriver,
+    sdk: &aws_config::SdkConfig,
+) -> Result<(Option<harel_hooks::Hooks>, Option<harel_hooks::CallbackKey>), BootError> {
+    let reader = harel_remote::AwsReader::new(sdk);
+    let hooks = match &config.hooks_file {
+        Some(file) => {
+            let parsed = harel_hooks::HooksFile::load(file)?;
+            parsed.check(&|machine| driver.definition(machine).cloned())?;
+            let hooks = harel_hooks::Hooks::resolve(parsed, Some(&reader))
+                .await
+                .map_err(BootError::HookSecret)?;
+            tracing::info!(
+                file = %file.display(),
+                hooks = hooks.names().collect::<Vec<_>>().join(","),
+                "webhooks loaded"
+            );
+            Some(hooks)
+        }
+        None => None,
+    };
+    let key = harel_hooks::CallbackKey::from_env(Some(&reader)).await?;
+    if key.is_some() {
+        tracing::info!("callback completions enabled");
+    }
+    Ok((hooks, key))
 }
 
 #[cfg(test)]

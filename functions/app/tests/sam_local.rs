@@ -8,6 +8,10 @@
 //! names, with `--skip-pull-image`. The binary is the debug build of harel-worker (a release
 //! `sam build` takes about half an hour on this machine), mounted as the function's code.
 //! Without a Docker engine (or busybox-static) the test says so and skips.
+//!
+//! And `sam local start-api` the same way, with the api function's debug binary: a create
+//! sent to SAM's local HTTP API reaches moto's queue, the worker (in this process) runs it,
+//! and the execution is read back through the same local API.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -73,11 +77,16 @@ fn moto_on_all_interfaces() -> (Killed, u16) {
 
 /// The worker's binary, built for this host (the debug profile, in this build's target dir).
 fn worker_binary() -> PathBuf {
+    binary("harel-worker", "worker")
+}
+
+/// A function's binary, built for this host (the debug profile, in this build's target dir).
+fn binary(package: &str, name: &str) -> PathBuf {
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| root().join("target"));
     let out = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "harel-worker"])
+        .args(["build", "-q", "-p", package])
         .current_dir(root())
         .env("CARGO_TARGET_DIR", &target)
         .output()
@@ -87,7 +96,7 @@ fn worker_binary() -> PathBuf {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    target.join("debug/worker")
+    target.join("debug").join(name)
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -104,13 +113,13 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// template.yaml with each function's code in its own directory under `dir` (what
-/// `sam build` makes of it), the worker's holding `bootstrap`.
-fn build_dir(dir: &Path, bootstrap: &Path) -> PathBuf {
+/// `sam build` makes of it), `function`'s (worker, api) holding `bootstrap`.
+fn build_dir(dir: &Path, function_with: &str, bootstrap: &Path) -> PathBuf {
     let text = std::fs::read_to_string(root().join("template.yaml")).expect("template");
     let mut out = Vec::new();
     let mut function = None;
     for line in text.lines() {
-        for f in ["Worker", "Relay", "Sweeper"] {
+        for f in ["Worker", "Relay", "Sweeper", "Api"] {
             if line == format!("  {f}:") {
                 function = Some(f.to_ascii_lowercase());
             }
@@ -120,10 +129,10 @@ fn build_dir(dir: &Path, bootstrap: &Path) -> PathBuf {
             _ => out.push(line.to_string()),
         }
     }
-    for f in ["worker", "relay", "sweeper"] {
+    for f in ["worker", "relay", "sweeper", "api"] {
         std::fs::create_dir_all(dir.join(f)).expect("mkdir");
     }
-    std::fs::copy(bootstrap, dir.join("worker/bootstrap")).expect("copy the binary");
+    std::fs::copy(bootstrap, dir.join(function_with).join("bootstrap")).expect("copy the binary");
     // the MachinesLayer's content (mounted at /opt: HAREL_DEFINITIONS_DIR=/opt/machines)
     copy_tree(&root().join("machines-layer"), &dir.join("machines-layer"));
     let template = dir.join("template.yaml");
@@ -195,7 +204,7 @@ async fn sam_local_invoke_runs_the_worker_against_moto() {
         serde_json::json!({ "Worker": worker }).to_string(),
     )
     .expect("env");
-    let template = build_dir(&dir, &bootstrap);
+    let template = build_dir(&dir, "worker", &bootstrap);
     let arch = if cfg!(target_arch = "aarch64") {
         "arm64"
     } else {
@@ -272,4 +281,221 @@ async fn sam_local_invoke_runs_the_worker_against_moto() {
         .expect("load")
         .expect("the worker created order-1 on moto");
     assert_eq!(exe.definition_id, "Order");
+}
+
+/// One HTTP/1.1 request to `addr`: (status, body).
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("timeout");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("a response");
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a status line: {raw:?}"));
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+/// `sam local start-api` with the api function's binary in the local base image: a create
+/// through SAM's local HTTP API (its HttpApi event emulated as API Gateway's payload 2.0)
+/// lands on moto's queue, the worker (here, in process) creates the execution, and the local
+/// API reads it back.
+#[tokio::test(flavor = "multi_thread")]
+async fn sam_local_start_api_serves_the_api_function_against_moto() {
+    let docker = Command::new("docker").arg("info").output();
+    if !docker.as_ref().is_ok_and(|o| o.status.success()) {
+        return skip(
+            "no Docker engine (docker info failed): apt-get install docker.io, start dockerd",
+        );
+    }
+    let Some((_, sam_bin)) = tools::lambda_tools() else {
+        return;
+    };
+    let bootstrap = binary("harel-api-function", "api");
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "x86_64"
+    };
+    // a tag of its own: the script drops the emulator image SAM derived from the tag's name
+    let image = Command::new("bash")
+        .arg(root().join("scripts/sam-local-image.sh"))
+        .arg(&bootstrap)
+        .arg(format!("harel-local/api:al2023-{arch}"))
+        .output()
+        .expect("sam-local-image.sh runs");
+    if !image.status.success() {
+        return skip(&String::from_utf8_lossy(&image.stderr));
+    }
+    let image = String::from_utf8_lossy(&image.stdout).trim().to_string();
+
+    let (_moto, port) = moto_on_all_interfaces();
+    let host_endpoint = format!("http://127.0.0.1:{port}");
+    let prefix = format!("sa{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let queue = |name: &str| format!("{host_endpoint}/123456789012/{name}");
+    let vars = [
+        ("HAREL_TABLE_PREFIX", prefix.clone()),
+        ("HAREL_QUEUE_URL", queue(&format!("{prefix}.fifo"))),
+        ("HAREL_DLQ_URL", queue(&format!("{prefix}-dlq.fifo"))),
+        ("IDEMPOTENCY_TABLE", format!("{prefix}_idempotency")),
+    ];
+    let aws = [
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ];
+    let setup = Command::new(env!("CARGO_BIN_EXE_local-setup"))
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .envs(aws)
+        .env("AWS_ENDPOINT_URL", &host_endpoint)
+        .output()
+        .expect("local-setup runs");
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+
+    let dir = std::env::temp_dir().join(format!("harel-sam-local-{prefix}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut api: serde_json::Map<String, serde_json::Value> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::from(v.as_str())))
+        .collect();
+    api.insert(
+        "HAREL_ENDPOINT_URL".into(),
+        format!("http://host.docker.internal:{port}").into(),
+    );
+    let env_json = dir.join("env.json");
+    std::fs::write(&env_json, serde_json::json!({ "Api": api }).to_string()).expect("env");
+    let template = build_dir(&dir, "api", &bootstrap);
+    let api_port = free_port();
+    let log = std::fs::File::create(dir.join("sam.log")).expect("a log file");
+    let sam = Command::new(sam_bin.join("sam"))
+        .args(["local", "start-api", "--template"])
+        .arg(&template)
+        .args(["--env-vars"])
+        .arg(&env_json)
+        .args([
+            "--skip-pull-image",
+            "--invoke-image",
+            &image,
+            "--add-host",
+            "host.docker.internal:host-gateway",
+            "--parameter-overrides",
+            &format!("Architecture={arch}"),
+            "--port",
+            &api_port.to_string(),
+            // one container for every request, not one each
+            "--warm-containers",
+            "LAZY",
+        ])
+        .current_dir(&dir)
+        .env("SAM_CLI_TELEMETRY", "0")
+        .envs(aws)
+        .stdout(log.try_clone().expect("the log"))
+        .stderr(log)
+        .spawn()
+        .expect("sam runs");
+    let sam = Killed(sam);
+    let addr = format!("127.0.0.1:{api_port}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        let log = std::fs::read_to_string(dir.join("sam.log")).unwrap_or_default();
+        assert!(
+            Instant::now() < deadline,
+            "sam local start-api did not listen on {addr}:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let sam_log = || std::fs::read_to_string(dir.join("sam.log")).unwrap_or_default();
+
+    let (status, created) = http(
+        &addr,
+        "POST",
+        "/executions",
+        r#"{"machine": "Order", "id": "order-sam", "context": {"items": 2}}"#,
+    );
+    assert_eq!(status, 202, "{created}\n{}", sam_log());
+    let created: serde_json::Value = serde_json::from_str(&created).expect("JSON");
+    assert_eq!(created["id"], "order-sam");
+    let (status, refused) = http(&addr, "POST", "/executions", r#"{"machine": "Nope"}"#);
+    assert_eq!(status, 404, "{refused}");
+
+    // the create is on moto's queue: the worker runs it
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(&host_endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "testing", "testing", None, None, "test",
+        ))
+        .load()
+        .await;
+    let settings: Vec<(&str, &str)> = vars
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .chain([("AWS_REGION", "us-east-1")])
+        .collect();
+    let store = harel_dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
+        .expect("prefix");
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let queue_url = queue(&format!("{prefix}.fifo"));
+    let worker: std::sync::Arc<harel_testkit::MotoWorker> =
+        std::sync::Arc::new(harel_lambda::Worker::new(
+            store,
+            harel_sqs::SqsTransport::new(sqs.clone(), &queue_url),
+            harel_app::aws::driver().expect("the app"),
+            None,
+            harel_testkit::config_from(harel_lambda::Role::Worker, &settings),
+        ));
+    let source = harel_sqs::SqsTransport::new(sqs, &queue_url);
+    let handled = harel_testkit::pump(&source, &worker).await;
+    assert_eq!(handled.len(), 1, "one create, the refusal enqueued nothing");
+
+    let (status, shown) = http(&addr, "GET", "/executions/order-sam", "");
+    assert_eq!(status, 200, "{shown}\n{}", sam_log());
+    let shown: serde_json::Value = serde_json::from_str(&shown).expect("JSON");
+    assert_eq!(shown["execution"]["definition_id"], "Order");
+    assert_eq!(shown["execution"]["status"], "RUNNING");
+    assert_eq!(shown["execution"]["context"]["items"], 2);
+    // the routes of their own (no authorizer) reach the function too; this stack has no
+    // hooks file and no callback secret, so they say so
+    for (path, code) in [
+        ("/hooks/stripe", "unknown_hook"),
+        ("/callbacks/some-token", "callbacks_not_configured"),
+        ("/callbacks/some-token/fail", "callbacks_not_configured"),
+    ] {
+        let (status, answer) = http(&addr, "POST", path, "{}");
+        let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (404, Some(code)),
+            "{path}: {answer}"
+        );
+    }
+    drop(sam);
+    // SAM's warm container outlives it: remove what it started for this template
+    let _ = Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("ancestor={image}")])
+        .output()
+        .map(|o| {
+            for id in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                let _ = Command::new("docker").args(["rm", "-f", id]).output();
+            }
+        });
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,7 @@
 //! What the routes run over: the store (read, and written by the control plane), the sender
-//! (the queue) and the deployed machines. Lambda gives it DynamoDB and SQS; `harel serve`
-//! the same or the in-memory twins.
+//! (the queue) and the deployed machines, and for the outside world's routes the hooks and
+//! the callback key ([`Ingress`]). Lambda gives it DynamoDB and SQS; `harel serve` the same
+//! or the in-memory twins.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use harel_sqs::Transport;
 use harel_store::ExecutionStore;
 
 use crate::error::ApiError;
+use crate::ingress::Ingress;
 
 /// The API's ports. Routes added by other crates take `State<Arc<Backend<S, T>>>` too.
 pub struct Backend<S, T> {
@@ -18,6 +20,8 @@ pub struct Backend<S, T> {
     /// The deployed machines (and, through the store, the versions executions are pinned
     /// to). Used to check, never to step: the worker runs the machines.
     pub driver: Driver,
+    /// Webhooks and callback tokens (none by default: their routes answer 404).
+    pub ingress: Ingress,
 }
 
 /// The state the router holds.
@@ -29,7 +33,14 @@ impl<S: ExecutionStore, T: Transport> Backend<S, T> {
             store,
             sender: Sender::new(transport),
             driver,
+            ingress: Ingress::default(),
         }
+    }
+
+    /// With the hooks, the callback key and the webhook metrics of `ingress`.
+    pub fn with_ingress(mut self, ingress: Ingress) -> Self {
+        self.ingress = ingress;
+        self
     }
 
     /// The execution, or `404 unknown_execution`.

@@ -45,7 +45,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     }
 }
 
-fn sent(e: TransportError) -> ApiError {
+pub(crate) fn sent(e: TransportError) -> ApiError {
     match e {
         TransportError::InvalidGroup(_) => ApiError::bad_request("invalid_id", e.to_string()),
         e => {
@@ -142,7 +142,7 @@ struct EventBody {
 
 /// Whether `defn` takes events of `kind`: a machine that declares its events takes those and
 /// the engine's own; one that declares none takes any (harel leaves them unchecked).
-fn check_kind(defn: &Definition, kind: &str) -> Result<(), ApiError> {
+pub(crate) fn check_kind(defn: &Definition, kind: &str) -> Result<(), ApiError> {
     if kind.is_empty() || kind.contains(':') {
         return Err(ApiError::bad_request(
             "invalid_event",
@@ -235,7 +235,7 @@ where
 
 /// Events the worker would drop (or a DONE/FAILED execution's engine would ignore) are
 /// refused `409` with the reason, rather than accepted and lost.
-fn refused_by_status<'a>(
+pub(crate) fn refused_by_status<'a>(
     id: &str,
     status: Status,
     mut kinds: impl Iterator<Item = &'a str>,

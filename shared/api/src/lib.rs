@@ -7,14 +7,22 @@
 //! (`harel_runtime::admission`, `harel_model::schema`), before anything is enqueued: a
 //! refusal enqueues nothing. Errors are `{"error": {"code", "message"}}` ([`ApiError`]).
 //!
-//! To add routes (webhooks, callbacks), build on [`routes`] and finish with
-//! `.with_state(backend)`, as [`router`] does.
+//! The outside world's routes are here too: `POST /hooks/{name}` (verified webhooks) and
+//! `POST /callbacks/{token}[/fail]` (callback tokens), over `harel-hooks` and the
+//! [`Ingress`] a backend is given (without one they answer 404).
+//!
+//! To add routes, build on [`routes`] and finish with `.with_state(backend)`, as [`router`]
+//! does.
 
 pub mod backend;
 pub mod body;
+mod callbacks;
 mod control;
+mod deliver;
 pub mod error;
 mod executions;
+mod hooks;
+pub mod ingress;
 pub mod spec;
 
 use std::sync::Arc;
@@ -30,6 +38,7 @@ pub use axum;
 pub use backend::{Backend, Shared};
 pub use body::MAX_BODY_BYTES;
 pub use error::ApiError;
+pub use ingress::{HookCounts, HookMetrics, HookOutcome, Ingress, UNKNOWN_HOOK};
 
 /// The API's routes, still wanting their state: add more, then `.with_state(backend)`.
 pub fn routes<S, T>() -> Router<Shared<S, T>>
@@ -52,6 +61,9 @@ where
         .route("/executions/{id}/suspend", post(control::suspend::<S, T>))
         .route("/executions/{id}/resume", post(control::resume::<S, T>))
         .route("/executions/{id}/redrive", post(control::redrive::<S, T>))
+        .route("/hooks/{name}", post(hooks::deliver::<S, T>))
+        .route("/callbacks/{token}", post(callbacks::complete::<S, T>))
+        .route("/callbacks/{token}/fail", post(callbacks::fail::<S, T>))
         .route("/openapi.yaml", get(spec::yaml))
         .route("/openapi.json", get(spec::json))
         .fallback(not_found)

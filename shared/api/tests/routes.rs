@@ -506,7 +506,10 @@ async fn the_spec_is_the_router() {
     let paths = spec["paths"].as_object().expect("paths");
     let methods = ["get", "post", "put", "patch", "delete"];
     for (path, ops) in paths {
-        let uri = path.replace("{id}", "some-id");
+        let uri = path
+            .replace("{id}", "some-id")
+            .replace("{name}", "some-hook")
+            .replace("{token}", "some-token");
         for method in methods {
             let (status, value) = api
                 .call(method.to_uppercase().parse().unwrap(), &uri, "", &[])

@@ -57,24 +57,36 @@ impl CallbackKey {
         Ok(CallbackKey(secret))
     }
 
-    /// The key named by `HAREL_CALLBACK_SECRET` (None: not configured), read once.
+    /// The key named by `HAREL_CALLBACK_SECRET` (None: not configured, or set empty as a
+    /// template leaves it), read once.
     pub async fn from_env(reader: Option<&AwsReader>) -> Result<Option<CallbackKey>, SecretError> {
-        let Ok(text) = std::env::var(SECRET_VAR) else {
-            return Ok(None);
-        };
+        match std::env::var(SECRET_VAR) {
+            Ok(text) if !text.trim().is_empty() => {
+                CallbackKey::read(&text, SECRET_VAR, reader).await.map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The key `text` gives: the secret itself, or its `env:`/`ssm:`/`secretsmanager:`
+    /// reference, read now. `origin` names where the text came from (a variable, a flag) in
+    /// errors; a literal secret is never shown.
+    pub async fn read(
+        text: &str,
+        origin: &str,
+        reader: Option<&AwsReader>,
+    ) -> Result<CallbackKey, SecretError> {
         let named = |message: String| SecretError {
-            reference: SECRET_VAR.to_string(),
+            reference: origin.to_string(),
             message,
         };
-        let source = SecretSource::parse(&text).map_err(named)?;
+        let source = SecretSource::parse(text).map_err(named)?;
         let shown = match &source.0 {
-            HeaderSource::Literal(_) => SECRET_VAR.to_string(),
+            HeaderSource::Literal(_) => origin.to_string(),
             other => other.reference().unwrap_or_default(),
         };
         let secret = source.read(reader).await?;
-        CallbackKey::new(Secret::new(secret.bytes().to_vec(), shown))
-            .map(Some)
-            .map_err(named)
+        CallbackKey::new(Secret::new(secret.bytes().to_vec(), shown)).map_err(named)
     }
 
     fn sign(&self, payload: &str) -> Vec<u8> {

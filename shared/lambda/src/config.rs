@@ -13,10 +13,10 @@ use harel_store::DEFAULT_TRACE_MAX;
 use harel_stack::{
     retention_days, InvalidRetention, ACTIONS_FILE, COMPAT_SWEEP_MINUTES, DEFAULT_RETENTION_DAYS,
     DEFINITIONS_DIR, DLQ_URL, ENDPOINT_URL, EVENTS_DLQ_URL, EVENT_BUS, EVENT_MACHINES,
-    EVENT_SOURCE, EVENT_STATUSES, IDEMPOTENCY_EXPIRY, IDEMPOTENCY_TABLE, LOCAL_ENDPOINT_URL,
-    MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS, SCHEDULES_FILE, SUSPEND_RECHECK,
-    SUSPEND_RECHECK_MAX, SWEEPER_FUNCTION, SWEEP_INTERVAL, SWEEP_WINDOW, TABLE_PREFIX,
-    TIMER_SHARDS, TIME_RESERVE, TRACE, TRACE_MAX, WORKER_CONCURRENCY,
+    EVENT_SOURCE, EVENT_STATUSES, HOOKS_FILE, IDEMPOTENCY_EXPIRY, IDEMPOTENCY_TABLE,
+    LOCAL_ENDPOINT_URL, MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS, SCHEDULES_FILE,
+    SUSPEND_RECHECK, SUSPEND_RECHECK_MAX, SWEEPER_FUNCTION, SWEEP_INTERVAL, SWEEP_WINDOW,
+    TABLE_PREFIX, TIMER_SHARDS, TIME_RESERVE, TRACE, TRACE_MAX, WORKER_CONCURRENCY,
 };
 
 /// SQS hides a message for at most 12 hours.
@@ -87,6 +87,8 @@ pub struct Config {
     pub events: Option<EventsSettings>,
     /// The schedules file (the sweeper's: it starts them).
     pub schedules_file: Option<PathBuf>,
+    /// The hooks file (the API's: its webhooks).
+    pub hooks_file: Option<PathBuf>,
 }
 
 /// Where the events go and which are written (see `harel_store::events`).
@@ -219,6 +221,7 @@ impl Config {
             actions_file: vars.path(ACTIONS_FILE, Metadata::is_file, "no such file")?,
             events,
             schedules_file: vars.path(SCHEDULES_FILE, Metadata::is_file, "no such file")?,
+            hooks_file: vars.path(HOOKS_FILE, Metadata::is_file, "no such file")?,
         })
     }
 }

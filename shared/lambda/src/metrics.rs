@@ -38,6 +38,8 @@ pub(crate) const MACHINE_DIMENSION: &str = "Machine";
 pub(crate) const VERSION_DIMENSION: &str = "Version";
 /// The dimension of the per-action documents: a remote action's name (`billing.charge`).
 pub(crate) const ACTION_DIMENSION: &str = "Action";
+/// The dimension of the api function's webhook documents: the hook (the hooks file's entry).
+pub(crate) const HOOK_DIMENSION: &str = "Hook";
 
 /// A metric harel publishes: its name and unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -104,6 +106,15 @@ pub const REMOTE_ERRORS: Metric = count("RemoteErrors");
 pub const REMOTE_RETRIES: Metric = count("RemoteRetries");
 /// Per call: from the request built to the answer applied, retries and backoff included.
 pub const REMOTE_LATENCY: Metric = millis("RemoteLatency");
+
+/// Per hook (dimension `Hook`, the api function): deliveries verified and enqueued.
+pub const WEBHOOKS_DELIVERED: Metric = count("WebhooksDelivered");
+/// Deliveries verified and acknowledged without enqueueing anything: an event type the hooks
+/// file does not route, an execution already closed.
+pub const WEBHOOKS_IGNORED: Metric = count("WebhooksIgnored");
+/// Deliveries refused: a missing, wrong or stale signature, a body the hook cannot map, an
+/// unknown execution.
+pub const WEBHOOKS_REFUSED: Metric = count("WebhooksRefused");
 
 /// What a per-version document carries: enough to compare a deploy's old and new version
 /// (each machine and version is a dimension combination of its own, billed per metric, so
@@ -175,6 +186,7 @@ pub struct InvocationMetrics {
     /// By (machine, version): only executions pinned to a version have one.
     versions: BTreeMap<(String, String), Measured>,
     actions: BTreeMap<String, Measured>,
+    hooks: BTreeMap<String, Measured>,
 }
 
 impl InvocationMetrics {
@@ -187,6 +199,7 @@ impl InvocationMetrics {
             machines: BTreeMap::new(),
             versions: BTreeMap::new(),
             actions: BTreeMap::new(),
+            hooks: BTreeMap::new(),
         }
     }
 
@@ -265,13 +278,21 @@ impl InvocationMetrics {
         scope.timings.entry(metric).or_default().push(ms);
     }
 
+    /// Add `n` to a count of the webhook `hook` (its own document, dimensions `Function,
+    /// Hook`) and to the function's (all hooks together, for one alarm over them).
+    pub fn hook_count(&mut self, hook: &str, metric: Metric, n: u64) {
+        *self.total.counts.entry(metric).or_default() += n;
+        let scope = self.hooks.entry(hook.to_string()).or_default();
+        *scope.counts.entry(metric).or_default() += n;
+    }
+
     /// The count of `metric` for the function (for tests and reports).
     pub fn total(&self, metric: Metric) -> u64 {
         self.total.counts.get(&metric).copied().unwrap_or(0)
     }
 
     /// The EMF documents: the function's first, then one per machine, then one per remote
-    /// action (each by name). The per-version documents are apart
+    /// action, then one per webhook (each by name). The per-version documents are apart
     /// ([`Self::version_documents`]).
     pub fn documents(&self) -> Result<Vec<Value>, EmfError> {
         let mut out = Vec::new();
@@ -281,6 +302,9 @@ impl InvocationMetrics {
         }
         for (action, measured) in &self.actions {
             self.scope_documents(measured, &[(ACTION_DIMENSION, action)], &mut out)?;
+        }
+        for (hook, measured) in &self.hooks {
+            self.scope_documents(measured, &[(HOOK_DIMENSION, hook)], &mut out)?;
         }
         Ok(out)
     }
@@ -607,6 +631,27 @@ mod tests {
         assert_eq!(action["RemoteErrors"], json!(1.0));
         assert_eq!(action["RemoteRetries"], json!(1.0));
         assert_eq!(action["RemoteLatency"], json!([12.5, 30.0]));
+    }
+
+    #[test]
+    fn webhooks_are_counted_per_hook_and_for_the_function() {
+        let mut m = InvocationMetrics::new("api", 7);
+        m.hook_count("stripe", WEBHOOKS_IGNORED, 1);
+        m.hook_count("github", WEBHOOKS_DELIVERED, 1);
+        let docs = m.documents().expect("valid");
+        assert_eq!(docs.len(), 3, "{docs:?}");
+        assert_eq!(docs[0]["Function"], json!("api"));
+        assert_eq!(docs[0]["WebhooksIgnored"], json!(1.0));
+        assert_eq!(docs[0]["WebhooksDelivered"], json!(1.0));
+        // by name: github first
+        let stripe = &docs[2];
+        assert_eq!(stripe["Hook"], json!("stripe"));
+        assert_eq!(
+            directive(stripe)["Dimensions"],
+            json!([["service", "Function", "Hook"]])
+        );
+        assert_eq!(stripe["WebhooksIgnored"], json!(1.0));
+        assert!(stripe.get("WebhooksDelivered").is_none());
     }
 
     #[test]

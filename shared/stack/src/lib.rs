@@ -72,6 +72,9 @@ pub const EVENTS_DLQ_URL: &str = "HAREL_EVENTS_DLQ_URL";
 /// The schedules file (JSON, TOML or YAML): machines the sweeper starts on a cron or a rate
 /// (`harel_schedule`). Unset or empty: no schedules.
 pub const SCHEDULES_FILE: &str = "HAREL_SCHEDULES_FILE";
+/// The hooks file (JSON, TOML or YAML): the API's verified webhooks (`harel_hooks`). Unset
+/// or empty: no webhooks.
+pub const HOOKS_FILE: &str = "HAREL_HOOKS_FILE";
 pub const REGION: &str = "AWS_REGION";
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 /// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty
