@@ -8,17 +8,22 @@ mod metrics;
 
 use std::sync::Arc;
 
+use harel_lambda::failure::failed;
 use harel_lambda::Role;
 use lambda_http::Error;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     harel_app::init_tracing();
-    let booted = harel_app::boot(Role::Api).await?;
+    let booted = harel_app::boot(Role::Api)
+        .await
+        .map_err(|e| failed("cold start failed", e))?;
     let ingress = harel_api::Ingress {
         hooks: booted.hooks,
         callback_key: booted.callback_key,
-        metrics: Arc::new(metrics::EmfHookMetrics::from_env()?),
+        metrics: Arc::new(
+            metrics::EmfHookMetrics::from_env().map_err(|e| failed("cold start failed", e))?,
+        ),
     };
     let backend = harel_api::Backend::new(booted.store, booted.transport, booted.driver)
         .with_ingress(ingress);
