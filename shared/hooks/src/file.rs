@@ -248,6 +248,7 @@ struct EntryRaw {
     dedupe: Option<Extract>,
     execution: Extract,
     kind_from: Extract,
+    #[serde(deserialize_with = "harel_model::unique::keys")]
     kinds: IndexMap<String, KindSpec>,
     #[serde(default)]
     data: Option<Expr>,
@@ -436,7 +437,8 @@ impl HooksFile {
 
     /// Parse `text`; `origin` names it in errors.
     pub fn parse(text: &str, format: Format, origin: &str) -> Result<HooksFile, FileError> {
-        type Entries = IndexMap<String, Entry>;
+        // an entry named twice is refused where it is written, not replaced by the second
+        type Entries = harel_model::unique::Unique<Entry>;
         let fail = |path: Option<&serde_path_to_error::Path>,
                     position: Option<(usize, usize)>,
                     message: String| {
@@ -508,8 +510,26 @@ impl HooksFile {
                 })?
             }
             Format::Yaml => {
-                if text.trim().is_empty() {
+                // blank: spaces and line breaks only (a tab is YAML's own error, with its place)
+                if text.chars().all(|c| matches!(c, ' ' | '\n' | '\r')) {
                     return Err(fail(None, None, "the file is empty".into()));
+                }
+                // a key written twice, placed at the repeat (serde_yaml_ng's typed reader
+                // would place it at the map's start)
+                if let Err(e) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
+                    let map = e.location().map_or((1, 1), |l| (l.line(), l.column()));
+                    let said = e.to_string();
+                    if let Some((key, position)) =
+                        harel_model::unique::yaml_repeated_key(text, &said, map.0, map.1)
+                    {
+                        return Err(fail(
+                            None,
+                            Some(position),
+                            format!(
+                                "duplicate key \"{key}\" (a second one would replace the first)"
+                            ),
+                        ));
+                    }
                 }
                 let de = serde_yaml_ng::Deserializer::from_str(text);
                 serde_path_to_error::deserialize(de).map_err(|e| {
@@ -534,6 +554,7 @@ impl HooksFile {
                 })?
             }
         };
+        let entries = entries.0;
         if entries.is_empty() {
             return Err(fail(None, None, "no hooks: the file has no entries".into()));
         }

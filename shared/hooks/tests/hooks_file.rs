@@ -268,3 +268,31 @@ fn a_control_character_is_refused_where_it_is() {
         "hooks file hooks.x, at 2:11: control characters are not allowed"
     );
 }
+
+/// A provider named twice, or a provider event type mapped twice, would have kept the second
+/// alone (serde's maps keep the last value): refused where the repeat is written.
+#[test]
+fn a_name_written_twice_is_refused_where_the_repeat_is() {
+    let entry =
+        "  verify: {scheme: stripe, secret: \"env:S\"}\n  execution: a\n  kind_from: type\n";
+    let twice = format!("stripe:\n{entry}  kinds: {{x: X}}\nstripe:\n{entry}  kinds: {{y: Y}}\n");
+    let said = refused(&twice, Format::Yaml);
+    assert!(
+        said.contains("duplicate key \"stripe\"") && said.contains("at 6:1:"),
+        "{said}"
+    );
+    let kinds = format!("stripe:\n{entry}  kinds:\n    x: X\n    x: Y\n");
+    let said = refused(&kinds, Format::Yaml);
+    assert!(
+        said.contains("duplicate key \"x\"") && said.contains("at 7:5:"),
+        "{said}"
+    );
+    let json = r#"{"stripe": {"verify": {"scheme": "stripe", "secret": "env:S"},
+  "execution": "a", "kind_from": "type",
+  "kinds": {"x": "X", "x": "Y"}}}"#;
+    let said = refused(json, Format::Json);
+    assert!(
+        said.contains("duplicate key \"x\"") && said.contains("at 3:25:"),
+        "{said}"
+    );
+}

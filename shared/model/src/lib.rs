@@ -13,6 +13,7 @@ pub mod nesting;
 pub mod pyjson;
 pub mod pyrepr;
 pub mod schema;
+pub mod unique;
 
 pub use build::{build_definition, BuildError};
 pub use definition::{

@@ -147,6 +147,8 @@ pub fn parse(
 }
 
 fn deserialize(file: &str, text: &str) -> Result<IndexMap<String, RawEntry>, FileError> {
+    // an entry named twice is refused where it is written, not replaced by the second
+    type Entries = harel_model::unique::Unique<RawEntry>;
     let extension = Path::new(file)
         .extension()
         .and_then(|e| e.to_str())
@@ -166,14 +168,14 @@ fn deserialize(file: &str, text: &str) -> Result<IndexMap<String, RawEntry>, Fil
     match extension.as_deref() {
         Some("json") => {
             let mut de = serde_json::Deserializer::from_str(text);
-            let read = serde_path_to_error::deserialize(&mut de)
+            let read: Entries = serde_path_to_error::deserialize(&mut de)
                 .map_err(|e| located(e.path().to_string(), e.inner().to_string()))?;
             // a second document after the first is a broken file, not one to half-read
             de.end().map_err(|e| FileError::File {
                 file: file.to_string(),
                 reason: e.to_string(),
             })?;
-            Ok(read)
+            Ok(read.0)
         }
         Some("toml") => {
             let de = toml::Deserializer::parse(text).map_err(|e| FileError::File {
@@ -181,14 +183,32 @@ fn deserialize(file: &str, text: &str) -> Result<IndexMap<String, RawEntry>, Fil
                 reason: one_line(&e.to_string()),
             })?;
             serde_path_to_error::deserialize(de)
+                .map(|read: Entries| read.0)
                 .map_err(|e| located(e.path().to_string(), one_line(&e.inner().to_string())))
         }
         Some("yaml" | "yml") => {
+            // a key written twice, placed at the repeat (serde_yaml_ng's readers place it at
+            // the map's start)
+            if let Err(e) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
+                let map = e.location().map_or((1, 1), |l| (l.line(), l.column()));
+                if let Some((key, (line, column))) =
+                    harel_model::unique::yaml_repeated_key(text, &e.to_string(), map.0, map.1)
+                {
+                    return Err(FileError::File {
+                        file: file.to_string(),
+                        reason: format!(
+                            "duplicate key \"{key}\" (a second one would replace the first) at line {line} column {column}"
+                        ),
+                    });
+                }
+            }
             let de = serde_yaml_ng::Deserializer::from_str(text);
-            serde_path_to_error::deserialize(de).map_err(|e| {
-                let inner = e.inner();
-                located(e.path().to_string(), yaml_reason(text, inner))
-            })
+            serde_path_to_error::deserialize(de)
+                .map(|read: Entries| read.0)
+                .map_err(|e| {
+                    let inner = e.inner();
+                    located(e.path().to_string(), yaml_reason(text, inner))
+                })
         }
         _ => Err(FileError::File {
             file: file.to_string(),

@@ -266,3 +266,28 @@ fn json_with_text_after_the_document_is_refused_where_it_starts() {
         "{said}"
     );
 }
+
+/// Found by the fuzzer: an entry named twice was read as the second alone (serde's maps keep
+/// the last value), so the first schedule vanished without a word.
+#[test]
+fn an_entry_named_twice_is_refused_where_the_second_is_written() {
+    for (file, at, text) in [
+        (
+            "s.yaml",
+            "line 4 column 1",
+            "a:\n  machine: Report\n  cron: \"0 3 * * *\"\na:\n  machine: Report\n  rate: 15 minutes\n",
+        ),
+        (
+            "s.json",
+            "line 2 column",
+            "{\"a\": {\"machine\": \"Report\", \"cron\": \"0 3 * * *\"},\n \"a\": {\"machine\": \"Report\", \"rate\": \"15 minutes\"}}",
+        ),
+    ] {
+        let err = check(file, text).expect_err("a repeated entry is a broken file");
+        let said = err.to_string();
+        assert!(
+            said.contains(file) && said.contains("duplicate key \"a\"") && said.contains(at),
+            "{said}"
+        );
+    }
+}
