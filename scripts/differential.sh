@@ -28,7 +28,7 @@ export HAREL_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/harel"
 if [ -n "$generate" ]; then
   export HAREL_GEN_CASES="$generate"
   [ -z "$seed" ] || export HAREL_GEN_SEED="$seed"
-  exec cargo test -q -p harel-tests --test generated_differential -- --nocapture --test-threads 1
+  exec cargo test -q -p harel-tests --test generated_differential -- --include-ignored --nocapture --test-threads 1
 fi
 export DIFFERENTIAL_ONLY="$filter"
-exec cargo test -q -p harel-tests --test differential -- --nocapture --test-threads 1
+exec cargo test -q -p harel-tests --test differential -- --include-ignored --nocapture --test-threads 1

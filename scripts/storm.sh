@@ -16,4 +16,4 @@ export HAREL_STORM_LANES="${HAREL_STORM_LANES:-4}"
 # this script has a moto server of its own: emptied between rounds, it stays fast
 export HAREL_STORM_RESET_MOTO=1
 exec scripts/with-moto.sh cargo test -p harel-tests --test fault_storm -- \
-  --exact the_storm_loses_nothing_and_applies_nothing_twice --nocapture
+  --exact the_storm_loses_nothing_and_applies_nothing_twice --include-ignored --nocapture

@@ -8,4 +8,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/ci-docker.sh || echo "test.sh: no Docker engine here; the sam local tests will skip" >&2
-exec scripts/with-moto.sh cargo test --workspace "$@"
+# Plain `cargo test` is the fast tier (engine, language, memory adapters, contracts): the tests
+# that need moto, harel Python, Docker or a browser are #[ignore]d there, with the reason, and
+# run here. Cargo's arguments come first, the test binaries' after a `--`.
+cargo_args=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do cargo_args+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+exec scripts/with-moto.sh cargo test --workspace "${cargo_args[@]}" -- --include-ignored "$@"

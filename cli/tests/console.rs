@@ -260,6 +260,7 @@ fn stack_args(moto: &MotoStack) -> Vec<String> {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_migration_is_a_dry_run_first_and_takes_a_path_map() {
     let moto = MotoStack::new("conmig").await;
     let v1 = harel_lang::load_str(V1, None, "m.stm").expect("V1");
@@ -577,6 +578,7 @@ fn a_bad_seed_stops_the_start_and_names_the_line() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_malformed_dead_letter_stays_and_the_console_says_why() {
     let moto = MotoStack::new("conhttp").await;
     let worker = moto.worker(

@@ -283,6 +283,7 @@ fn harel(moto: &MotoStack, args: &[&str]) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs SAM, cargo lambda, Docker or Chromium: scripts/test.sh runs it"]
 async fn the_console_in_chromium_shows_highlights_acts_and_redrives() {
     let chromedriver = Command::new(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -56,6 +56,7 @@ fn id_of(letters: &[Value], execution: &str) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn dead_letters_are_listed_shown_redriven_and_processed_or_left_saying_why() {
     let moto = MotoStack::new("dlq").await;
     let machines = harel_app::machines::definitions().expect("app machines");

@@ -114,6 +114,7 @@ fn has(haystack: &str, needle: &str) {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn create_send_show_list_and_render_an_order() {
     let stack = Stack::new().await;
     let out = stack.ok(&[
@@ -267,6 +268,7 @@ async fn create_send_show_list_and_render_an_order() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn control_commands_answer_in_text_and_json() {
     let stack = Stack::new().await;
     let machines = ["--machines", CONTROL_MACHINES];
@@ -418,6 +420,7 @@ async fn control_commands_answer_in_text_and_json() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn trace_prints_a_timeline() {
     let stack = Stack::new().await;
     // a traced runner on the same tables writes the trace (the functions' own: trace_functions.rs)
@@ -466,6 +469,7 @@ async fn trace_prints_a_timeline() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn failures_say_what_to_fix() {
     let stack = Stack::new().await;
     // the documented exit codes: 2 usage, 3 not found, 4 refused, 5 AWS error
@@ -609,6 +613,7 @@ async fn failures_say_what_to_fix() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn stack_outputs_name_the_tables_and_the_queue() {
     let stack = Stack::new().await;
     let name = format!("harel-{}", stack.prefix);
@@ -664,6 +669,7 @@ async fn stack_outputs_name_the_tables_and_the_queue() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
     let stack = Stack::new().await;
     let machines = ["--machines", CONTROL_MACHINES];
@@ -796,6 +802,7 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them() {
     let stack = Stack::new().await;
     // nothing to check against: sent all the same (the worker decides), one line says so
@@ -908,6 +915,7 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
 /// queue, the worker creates it), with the id the entry gives the current minute; the same
 /// id again is refused.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn schedules_trigger_starts_an_entry_now() {
     let stack = Stack::new().await;
     let file = "../examples/schedules.yaml";

@@ -260,6 +260,7 @@ fn validate_refuses_an_invalid_machine() {
 /// `handler(fn)` on a loopback port), as the deployed functions would; without the map they
 /// are no-ops, and with `--strict` refused.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn actions_map_calls_remote_functions() {
     let server = harel_testkit::ActionServer::start();
     let file = "functions/app/tests/deployed/invoice.stm";
@@ -325,6 +326,7 @@ fn actions_map_calls_remote_functions() {
 /// `scripts/with-moto.sh`) before anything runs; one that cannot be read stops the run,
 /// naming the action, the header and the reference.
 #[test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 fn actions_map_header_from_ssm_is_read_before_the_run() {
     // needs the moto server: fails saying so outside scripts/with-moto.sh
     harel_testkit::endpoint();

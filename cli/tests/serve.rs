@@ -493,6 +493,7 @@ const EXCLUDED_CHECKS: &str = "positive_data_acceptance";
 /// callback secret) from openapi.yaml: no 5xx, every answer in the
 /// spec (status, content type, schema), malformed input refused.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn schemathesis_finds_nothing_off_the_spec() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let install = Command::new("bash")

@@ -12,6 +12,7 @@ fn endpoint() -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn show_prints_the_stored_execution_and_refuses_an_unknown_id() {
     let prefix = format!("cli{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let store = DynamoDbStore::create(

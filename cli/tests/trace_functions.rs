@@ -188,6 +188,7 @@ print(json.dumps({i: store.read_trace(i) for i in sys.argv[2:]}))
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn the_functions_write_harels_trace_and_harel_trace_shows_it() {
     let stack = Stack::new("true").await;
     let id = "shop-traced";
@@ -269,6 +270,7 @@ async fn the_functions_write_harels_trace_and_harel_trace_shows_it() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn with_the_trace_off_the_functions_write_none() {
     let stack = Stack::new("false").await;
     let id = "shop-untraced";
@@ -279,6 +281,7 @@ async fn with_the_trace_off_the_functions_write_none() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_region_the_relay_starts_after_a_crash_is_traced() {
     let stack = Stack::new("true").await;
     let id = "shop-crashed";

@@ -117,6 +117,7 @@ fn reason(m: &Received) -> String {
 /// One batch, one group: a create, then garbage of every kind, then good events. The good
 /// ones are applied in order; each bad one goes to the DLQ with its reason; none blocks.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_malformed_record_never_blocks_its_group_nor_crashes_the_batch() {
     let w = world().await;
     let g = "mixed-1";
@@ -187,6 +188,7 @@ async fn a_malformed_record_never_blocks_its_group_nor_crashes_the_batch() {
 /// Creates that can never succeed go to the DLQ with the reason; a create for an id that
 /// exists is a no-op; a record without a group is dead-lettered alone.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn bad_creates_are_dead_lettered_with_the_reason() {
     let w = world().await;
     send_all(
@@ -256,6 +258,7 @@ async fn bad_creates_are_dead_lettered_with_the_reason() {
 /// Events for an execution that does not exist, has finished or was cancelled: skipped and
 /// deleted (harel drops them), never retried forever, never blocking what follows.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn events_for_unknown_finished_and_cancelled_executions_are_skipped() {
     let w = world().await;
     send_all(
@@ -315,6 +318,7 @@ fn blob(bytes: usize) -> String {
 /// pending (nothing lost), the relay reports it, the later entries of its target wait behind
 /// it (FIFO), and every other target's entries are still delivered.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn events_over_the_sqs_limit_are_refused_and_never_lost() {
     let w = world().await;
     let big = Event::new("Go")
@@ -400,6 +404,7 @@ async fn events_over_the_sqs_limit_are_refused_and_never_lost() {
 /// context) writes nothing: the parent stays as it was, and the message, which would fail the
 /// same way on every retry, goes to the DLQ with the reason.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_step_past_400_kb_writes_nothing_and_is_dead_lettered() {
     let w = world().await;
     let id = "huge-1";
@@ -450,6 +455,7 @@ async fn a_step_past_400_kb_writes_nothing_and_is_dead_lettered() {
 
 /// The trace ring keeps the last N steps of an execution, whatever was written past it.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn trace_entries_past_the_ring_keep_the_last_n() {
     let w = world().await;
     let store = harel_dynamodb::DynamoDbStore::new(w.ddb.clone(), &w.prefix)

@@ -39,6 +39,7 @@ fn text(out: &Output) -> String {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn samconfig_environments_build_and_deploy_one_architecture() {
     let default = arch(&["config"]);
     assert!(default.status.success(), "{}", text(&default));
@@ -56,6 +57,7 @@ fn samconfig_environments_build_and_deploy_one_architecture() {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn a_samconfig_whose_build_and_deploy_disagree_is_refused() {
     let dir = scratch("mismatch");
     let samconfig = dir.join("samconfig.toml");
@@ -97,6 +99,7 @@ fn elf(machine: u16) -> Vec<u8> {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn binaries_for_the_other_architecture_are_refused() {
     let dir = scratch("elf");
     for function in ["Worker", "Relay"] {
@@ -132,6 +135,7 @@ fn binaries_for_the_other_architecture_are_refused() {
 /// sam-build.sh with a `rustup` that knows only the x86_64 target: the default environment
 /// (arm64) is refused with what to do, before any tool is installed or anything compiled.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn the_build_refuses_an_architecture_whose_target_is_missing() {
     let dir = scratch("rustup");
     let rustup = dir.join("rustup");
@@ -178,6 +182,7 @@ fn deploy_dry_run(args: &[&str]) -> Output {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn deploy_keeps_the_built_architecture_in_parameter_overrides() {
     let out = deploy_dry_run(&[
         "--config-env",

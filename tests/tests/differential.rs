@@ -78,6 +78,7 @@ fn run_both(cases: &[Case], show_reproducer: bool) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn harel_python_and_ours_end_every_case_in_the_same_execution() {
     let mut cases = load_cases(&corpus_dir().join("cases.json")).expect("the corpus loads");
     // the divergences the generator found, kept (tests/tests/generated_differential.rs)
@@ -106,6 +107,7 @@ fn harel_python_and_ours_end_every_case_in_the_same_execution() {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn random_scripts_end_in_the_same_execution() {
     let env_number = |name: &str, default: u64| match std::env::var(name) {
         Ok(text) => text

@@ -37,6 +37,7 @@ fn examples_validate_without_errors_in_harel_lang() {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn examples_validate_without_errors_in_harel_python() {
     let python = harel_python().expect("the harel Python venv");
     for file in stm_files(&workspace_root().join("examples")) {
@@ -71,6 +72,7 @@ fn every_differential_machine_loads_in_harel_lang() {
 /// The README's main job, and the commands the other examples document in their headers,
 /// print step by step exactly what `harel run` prints in harel Python.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn example_runs_print_the_same_steps_as_harel_python() {
     let root = workspace_root();
     let runs: [(&str, &[&str]); 5] = [

@@ -74,6 +74,7 @@ fn require_moto() {
 /// Without faults, the harness (phases, event source, relay, sweeper) and the reference agree
 /// on one execution of every kind: what the storm compares is the faults' doing alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_calm_run_matches_the_reference() {
     require_moto();
     let report = fault::run(StormConfig::calm(1, fault::scenario::KINDS.len()))
@@ -85,6 +86,7 @@ async fn a_calm_run_matches_the_reference() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn the_storm_loses_nothing_and_applies_nothing_twice() {
     require_moto();
     let seed = env_number("HAREL_STORM_SEED").unwrap_or_else(rotation_seed);
@@ -144,6 +146,7 @@ async fn the_storm_loses_nothing_and_applies_nothing_twice() {
 /// concurrent workers to bring processed events back: every one of them is refused by the
 /// commit's mark condition, and nothing is applied twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn torn_reads_are_refused_by_the_dedupe_mark() {
     require_moto();
     let seed = env_number("HAREL_STORM_SEED").unwrap_or(ROTATION[0]);
@@ -169,6 +172,7 @@ async fn torn_reads_are_refused_by_the_dedupe_mark() {
 /// earlier one while the later one still looks in flight); `scripts/moto-server.py` fixes
 /// that, and this fails on a moto without the fix (the long storm's out-of-order groups).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_released_group_comes_back_in_order() {
     require_moto();
     use harel_tests::fault::source;

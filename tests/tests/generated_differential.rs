@@ -42,6 +42,7 @@ fn env_number(name: &str) -> Option<u64> {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn generated_machines_end_the_same_on_harel_python_and_ours() {
     if let Some(one) = env_number("HAREL_GEN_ONE") {
         let g = generate(one);
@@ -92,6 +93,7 @@ fn generated_machines_end_the_same_on_harel_python_and_ours() {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn kept_generated_cases_still_end_the_same() {
     let path = corpus_file();
     if !path.exists() {

@@ -16,6 +16,7 @@ fn scratch(name: &str, text: &str) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn an_unknown_submachine_stops_the_run_with_its_name() {
     let file = scratch(
         "unknown.stm",

@@ -133,6 +133,7 @@ fn normalized(docs: &[Value]) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn harel_python_relays_the_children_our_runner_spawned() {
     let (store, prefix) = dynamodb().await;
     let seed = json!({"items": [1, 2, 50]});
@@ -174,6 +175,7 @@ async fn harel_python_relays_the_children_our_runner_spawned() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn our_runner_relays_the_children_harel_python_spawned() {
     let (store, prefix) = dynamodb().await;
     let seed = json!({"items": [3, 4]});

@@ -129,6 +129,7 @@ impl Stack {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn an_invoke_then_a_fan_out_run_to_the_terminal_over_dynamodb_and_sqs() {
     let stack = Stack::new().await;
     let id = "order-1";
@@ -197,6 +198,7 @@ async fn an_invoke_then_a_fan_out_run_to_the_terminal_over_dynamodb_and_sqs() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn reset_cancels_the_running_child_and_the_fresh_one_returns_on_its_timer() {
     let stack = Stack::new().await;
     let id = "patient-1";
@@ -247,6 +249,7 @@ async fn reset_cancels_the_running_child_and_the_fresh_one_returns_on_its_timer(
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn an_unknown_submachine_is_a_clear_error_and_the_spawn_stays() {
     let stack = Stack::new().await;
     let id = "broken-1";

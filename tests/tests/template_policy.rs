@@ -692,6 +692,7 @@ fn needs(table: &[(&str, &str, &str)]) -> BTreeSet<(String, String)> {
 }
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn each_function_is_granted_exactly_what_its_code_uses() {
     let t = deployed();
     let mut failures = Vec::new();
@@ -1024,6 +1025,7 @@ fn retention_ttl_and_listing_indexes_match_the_store() {
 /// X-Ray's; and the schedules' roles may invoke their own function and write to the failure
 /// queue, nothing else.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn no_deployed_role_grants_a_wildcard_resource() {
     let t = deployed();
     let mut roles = Vec::new();
@@ -1093,6 +1095,7 @@ fn no_deployed_role_grants_a_wildcard_resource() {
 /// The SQS event source polls with the worker's role, which names the queue: SAM adds no
 /// AWSLambdaSQSQueueExecutionRole (the poller's actions on `*`) to a role it did not create.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn the_sqs_poller_is_scoped_to_the_queue() {
     let t = deployed();
     let mappings: Vec<(String, &Value)> = resources(&t)
@@ -1217,6 +1220,7 @@ fn physical_names(t: &Value, stack: &str, params: &BTreeMap<&str, &str>) -> BTre
 /// TablePrefix is given; and the tables, queues and log groups outlive a replacement or a
 /// `sam delete`.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn names_are_the_stacks_and_data_is_retained() {
     let t = deployed();
     let none = BTreeMap::new();
@@ -1288,6 +1292,7 @@ fn names_are_the_stacks_and_data_is_retained() {
 /// X-Ray, log groups with a retention, the async functions' failure destination, EventBridge
 /// Scheduler with a retry policy and a dead-letter queue, high-throughput FIFO.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn functions_are_traced_logged_and_their_failures_kept() {
     let t = deployed();
     let r = resources(&t);
@@ -1378,6 +1383,7 @@ fn functions_are_traced_logged_and_their_failures_kept() {
 /// invocations, each function's errors and throttles, and harel's own metrics under the
 /// namespace and dimensions the code publishes; each notifies AlarmTopicArn when it is set.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn alarms_watch_what_can_go_wrong_and_notify_the_topic() {
     use harel_lambda::metrics::{
         CONFLICTS, FAILED_EXECUTIONS, FUNCTION_DIMENSION, OUT_OF_TIME, SERVICE_DIMENSION,
@@ -1472,6 +1478,7 @@ fn alarms_watch_what_can_go_wrong_and_notify_the_topic() {
 /// What the functions read of Powertools' variables and the local endpoint, from the
 /// parameters; and every parameter says what it is for.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn parameters_are_described_and_reach_the_functions() {
     let raw = template();
     for (name, p) in raw["Parameters"].as_mapping().expect("parameters") {
@@ -1514,6 +1521,7 @@ fn parameters_are_described_and_reach_the_functions() {
 /// events/env.json sets for a function is one of that function's (so the endpoint override
 /// reaches it and the local run cannot fall through to real AWS).
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn env_json_sets_only_declared_variables() {
     let t = deployed();
     let text = std::fs::read_to_string(root().join("events/env.json")).expect("events/env.json");
@@ -1730,6 +1738,7 @@ fn the_failed_executions_example_matches_the_events_it_takes() {
 /// signature or token is checked by the function) - exactly the operations openapi.yaml marks
 /// `security: []`.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn only_the_webhook_and_callback_routes_skip_iam() {
     let t = deployed();
     let api = &resources(&t)["HttpApi"]["Properties"];

@@ -159,6 +159,7 @@ impl Stack {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn an_execution_keeps_its_version_across_a_deploy_and_a_new_one_takes_the_new() {
     let stack = Stack::new().await;
     let v1 = versions::version_of_definition(&machine(V1)).expect("v1");
@@ -219,6 +220,7 @@ async fn an_execution_keeps_its_version_across_a_deploy_and_a_new_one_takes_the_
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_parked_execution_migrates_with_a_map_and_finishes_on_the_new_version() {
     let stack = Stack::new().await;
     let (first, _) = stack.deploy(vec![machine(V1)]);
@@ -360,6 +362,7 @@ fn harel(
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn harel_python_executions_run_unpinned_and_a_python_write_drops_the_pin() {
     let stack = Stack::new().await;
     let (worker, _) = stack.deploy(vec![machine(V2)]);
@@ -428,6 +431,7 @@ async fn regions_of(stack: &Stack, id: &str) -> Vec<Execution> {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn regions_run_on_their_parents_version_and_migrate_with_it() {
     let stack = Stack::new().await;
     let v1 = versions::version_of_definition(&machine(REGIONS_V1)).expect("v1");

@@ -183,6 +183,7 @@ fn stripe_event(id: &str, kind: &str, order: &str, object: Value) -> Value {
 /// same delivery twice; then an unrouted type, forged, missing and stale signatures, an
 /// unknown hook and an unknown execution, none of which enqueues anything.
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn the_stripe_walkthrough_through_the_api_function() {
     let rig = rig("apihook").await;
 
@@ -341,6 +342,7 @@ async fn the_stripe_walkthrough_through_the_api_function() {
 /// the execution created by the first delivery) and the generic hmac one (base64, a signed
 /// timestamp).
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn github_and_generic_hmac_webhooks_through_the_api_function() {
     let rig = rig("apigh").await;
     let pr = |action: &str, merged: bool| {
@@ -479,6 +481,7 @@ fn key() -> CallbackKey {
 /// Callback tokens the worker made: completed, failed, reused, expired, forged, for an
 /// unknown execution and for one that moved on.
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn callback_tokens_through_the_api_function() {
     let rig = rig("apicb").await;
     let token_of = |exe: &Execution| {

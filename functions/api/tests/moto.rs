@@ -16,6 +16,7 @@ mod common;
 use common::Function;
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn the_api_function_through_the_worker() {
     let stack = MotoStack::new("api").await;
     let settings = stack.settings(&[]);

@@ -63,6 +63,7 @@ fn invoke(lambda_bin: &std::path::Path, port: u16, event: &str) -> serde_json::V
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs SAM, cargo lambda, Docker or Chromium: scripts/test.sh runs it"]
 async fn worker_through_the_lambda_runtime_api() {
     use std::os::unix::process::CommandExt;
 

@@ -62,6 +62,7 @@ fn boot_error(dir: Option<&PathBuf>) -> BootError {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 async fn a_machine_from_the_definitions_dir_runs_to_its_end_with_remote_actions() {
     let server = ActionServer::start();
     let dir = machines_dir("run", &[("actions.json", actions_json(&server))]);
@@ -234,6 +235,7 @@ fn a_broken_machine_or_map_stops_the_cold_start() {
 /// naming the action and the reference; the sweeper (which runs no action and has no grant
 /// to read it) boots without reading it. On moto.
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn an_unreadable_header_parameter_stops_the_cold_start_but_not_the_sweepers() {
     let sdk = harel_testkit::sdk_config().await;
     let missing = format!("/{}/token", harel_testkit::unique_prefix("deployed"));

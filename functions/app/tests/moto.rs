@@ -289,6 +289,7 @@ async fn flow_scenario(bus: &impl Bus, id: &str) -> Vec<Execution> {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn flow_on_moto_matches_the_in_memory_run() {
     let aws = aws().await;
     let mem = memory();
@@ -309,6 +310,7 @@ async fn flow_on_moto_matches_the_in_memory_run() {
 /// records are: create, Go, a duplicate Go, the Timeout, DoneA (broadcast), its two copies in
 /// the regions, region A's Finished, DoneB (to region B only now), its copy, B's Finished, Ship.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn requests_per_event_on_moto() {
     let aws = aws().await;
     let before = aws.counter.snapshot();
@@ -347,6 +349,7 @@ async fn requests_per_event_on_moto() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn malformed_and_unknown_go_to_the_dlq_on_moto() {
     let aws = aws().await;
     aws.send("bad-1", "not json".into()).await;
@@ -372,6 +375,7 @@ async fn malformed_and_unknown_go_to_the_dlq_on_moto() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn suspended_groups_are_parked_on_moto() {
     let aws = aws().await;
     aws.send("s-1", create_body("Flow", Object::new(), None))
@@ -401,6 +405,7 @@ async fn suspended_groups_are_parked_on_moto() {
 /// as the one before (1, 2, 4, then the 4 s cap), its receive count grows, the group stays
 /// blocked behind it, and the message never reaches the DLQ; resumed, the group runs in order.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_long_suspension_parks_longer_each_time_and_never_dead_letters() {
     let moto = MotoStack::new("t").await;
     // what the template sets (MaxReceiveCount), small: the 7th receive would dead-letter
@@ -561,6 +566,7 @@ async fn flow_durable(id: &str) -> Vec<Execution> {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn flow_on_moto_matches_the_durable_runner() {
     let aws = aws().await;
     let on_aws = flow_scenario(&aws, "flow-2").await;

@@ -12,6 +12,7 @@ fn root() -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs SAM, cargo lambda, Docker or Chromium: scripts/test.sh runs it"]
 fn template_passes_sam_validate_lint() {
     let Some((_, sam_bin)) = tools::lambda_tools() else {
         return;
@@ -38,6 +39,7 @@ fn template_passes_sam_validate_lint() {
 /// cfn-lint with its informational checks too (`--include-checks I`: retain policies on
 /// stateful resources, explicit retention periods, ...): no finding at all.
 #[test]
+#[ignore = "needs SAM, cargo lambda, Docker or Chromium: scripts/test.sh runs it"]
 fn template_passes_cfn_lint_with_informational_checks() {
     let Some((_, sam_bin)) = tools::lambda_tools() else {
         return;

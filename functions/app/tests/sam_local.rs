@@ -141,6 +141,7 @@ fn build_dir(dir: &Path, function_with: &str, bootstrap: &Path) -> PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs SAM, cargo lambda, Docker or Chromium: scripts/test.sh runs it"]
 async fn sam_local_invoke_runs_the_worker_against_moto() {
     let docker = Command::new("docker").arg("info").output();
     if !docker.as_ref().is_ok_and(|o| o.status.success()) {
@@ -315,6 +316,7 @@ fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
 /// lands on moto's queue, the worker (here, in process) creates the execution, and the local
 /// API reads it back.
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs SAM, cargo lambda, Docker or Chromium: scripts/test.sh runs it"]
 async fn sam_local_start_api_serves_the_api_function_against_moto() {
     let docker = Command::new("docker").arg("info").output();
     if !docker.as_ref().is_ok_and(|o| o.status.success()) {

@@ -148,6 +148,7 @@ fn tick(now: f64, compat_every_minutes: u64) -> SweepPlan {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_burst_due_in_one_second_lands_on_every_shard_and_fires_exactly_once() {
     let moto = MotoStack::new("tb").await;
     let store = moto.store();
@@ -196,6 +197,7 @@ async fn a_burst_due_in_one_second_lands_on_every_shard_and_fires_exactly_once()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn an_idle_sweeper_returns_at_once_after_one_query_per_shard() {
     let moto = MotoStack::new("ti").await;
     let (store, wire) = counted_store(&moto);
@@ -235,6 +237,7 @@ async fn an_idle_sweeper_returns_at_once_after_one_query_per_shard() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_poll_reads_the_timers_due_not_the_timers_stored() {
     let moto = MotoStack::new("tr").await;
     let (store, wire) = counted_store(&moto);
@@ -281,6 +284,7 @@ impl Waker for SpawnSweeper {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_timer_armed_while_the_sweeper_is_idle_fires_about_a_second_after_its_time() {
     let moto = MotoStack::new("tw").await;
     let store = Arc::new(moto.store());

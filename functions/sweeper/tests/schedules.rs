@@ -236,6 +236,7 @@ print(json.dumps({"scheduled": [seen.status.value, seen.definition_id, seen.cont
 "#;
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn the_sweeper_binary_starts_a_schedule_once_and_harel_python_still_works() {
     // the ticks below must fall in one minute: start early in one
     let second = std::time::SystemTime::now()
@@ -392,6 +393,7 @@ async fn the_sweeper_binary_starts_a_schedule_once_and_harel_python_still_works(
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_bad_schedules_file_stops_the_cold_start_with_file_entry_and_reason() {
     let stack = MotoStack::new("schbad").await;
     let dir = std::env::temp_dir().join(format!("harel-schedules-{}", stack.prefix));

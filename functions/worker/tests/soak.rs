@@ -25,6 +25,7 @@ fn root() -> PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn memory_stays_flat_over_2000_events() {
     let endpoint = harel_testkit::endpoint();
     let python = std::env::var("HAREL_PYTHON")

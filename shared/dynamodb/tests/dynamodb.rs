@@ -53,6 +53,7 @@ fn attr_n(item: &std::collections::HashMap<String, AttributeValue>, k: &str) -> 
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn items_are_laid_out_as_harel_writes_them() {
     let store = common::store(200).await;
     let t = store.tables().clone();
@@ -136,6 +137,7 @@ async fn items_are_laid_out_as_harel_writes_them() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn limits_fail_clearly_and_write_nothing() {
     let store = common::store(200).await;
     let t = store.tables().clone();
@@ -205,6 +207,7 @@ async fn limits_fail_clearly_and_write_nothing() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn cancellations_other_than_the_version_check_are_never_conflicts() {
     let (client, faults) = faulty_client().await;
     let store = common::store_on(client, 200).await;
@@ -304,6 +307,7 @@ async fn cancellations_other_than_the_version_check_are_never_conflicts() {
 /// The dedupe mark is conditioned in the commit: each cancellation reason a commit carrying
 /// one can meet, as DynamoDB reports them (items: the Execution, then the mark).
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn the_marks_condition_tells_a_duplicate_from_a_conflict() {
     let (client, faults) = faulty_client().await;
     let store = common::store_on(client, 200).await;
@@ -403,6 +407,7 @@ async fn the_marks_condition_tells_a_duplicate_from_a_conflict() {
 /// DynamoDB answers such a resend as the success it was (moto ignores the token, so the
 /// connector plays DynamoDB's part: it answers a token it saw applied).
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_lost_commit_answer_is_a_success_through_the_client_request_token() {
     let (client, faults) = retrying_faulty_client().await;
     let store = common::store_on(client, 200).await;
@@ -482,6 +487,7 @@ async fn a_lost_commit_answer_is_a_success_through_the_client_request_token() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_backlog_larger_than_one_scan_page_drains_in_seq_order() {
     let store = common::store(200).await;
     let mut exe = new_exe("backlog");
@@ -524,6 +530,7 @@ async fn a_backlog_larger_than_one_scan_page_drains_in_seq_order() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn listing_spans_more_than_one_scan_page() {
     let store = common::store(200).await;
     let pad = "p".repeat(40_000);
@@ -570,6 +577,7 @@ async fn listing_spans_more_than_one_scan_page() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn create_waits_for_the_endpoint_and_reports_one_that_never_answers() {
     let prefix = common::fresh_prefix();
     let store = DynamoDbStore::create(
@@ -605,6 +613,7 @@ async fn create_waits_for_the_endpoint_and_reports_one_that_never_answers() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn unreadable_rows_are_reported_as_corrupt_not_skipped() {
     let store = common::store(200).await;
     let t = store.tables().clone();
@@ -638,6 +647,7 @@ async fn unreadable_rows_are_reported_as_corrupt_not_skipped() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn keys_left_unprocessed_by_batch_get_are_asked_again() {
     let (client, faults) = faulty_client().await;
     let store = common::store_on(client, 200).await;
@@ -677,6 +687,7 @@ async fn keys_left_unprocessed_by_batch_get_are_asked_again() {
 /// page of RUNNING (by status, or by machine and status) reads at most limit+1 keys per
 /// partition and `limit` items, and the scan listing reads the whole table.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn listing_by_index_reads_the_page_not_the_table() {
     let (client, reads) = common::reads::counting_client(&common::endpoint()).await;
     let store = common::store_on(client, 200).await;
@@ -750,6 +761,7 @@ async fn listing_by_index_reads_the_page_not_the_table() {
 /// A revive (a finished execution running again) drops `retain_until`; FAILED keeps none;
 /// retention zero writes none anywhere.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn retention_stamps_finished_executions_marks_and_trace() {
     let day = 24 * 3600;
     let store = common::store(200)
@@ -902,6 +914,7 @@ async fn retention_stamps_finished_executions_marks_and_trace() {
 /// A table missing from the account (a stack half deployed, a wrong prefix): DynamoDB's
 /// answer names no table, so the store's error does, with the operation.
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_missing_table_is_named_with_the_operation() {
     let store = common::store(0).await;
     let t = store.tables().clone();

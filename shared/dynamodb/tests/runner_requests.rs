@@ -33,6 +33,7 @@ async fn runner() -> (DurableRunner<DynamoDbStore>, common::reads::Reads) {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_step_reads_the_execution_once_and_returns_what_it_committed() {
     let (runner, reads) = runner().await;
     let created = runner

@@ -60,6 +60,7 @@ fn key_item(key: &str) -> Item {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn first_call_then_replay_costs_one_put_and_no_read() {
     let f = fixture(IdempotencyConfig::default().event_key_jmespath("order")).await;
     let runs = AtomicUsize::new(0);
@@ -100,6 +101,7 @@ async fn first_call_then_replay_costs_one_put_and_no_read() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn concurrent_duplicates_run_the_handler_once() {
     let f = Arc::new(fixture(IdempotencyConfig::default()).await);
     let runs = Arc::new(AtomicUsize::new(0));
@@ -154,6 +156,7 @@ async fn concurrent_duplicates_run_the_handler_once() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn expired_record_runs_again() {
     let f = fixture(IdempotencyConfig::default()).await;
     let payload = json!({"x": 1});
@@ -174,6 +177,7 @@ async fn expired_record_runs_again() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn in_progress_blocks_until_its_invocation_times_out() {
     let f = fixture(IdempotencyConfig::default()).await;
     let runs = AtomicUsize::new(0);
@@ -219,6 +223,7 @@ async fn in_progress_blocks_until_its_invocation_times_out() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn failure_deletes_the_record_and_a_retry_runs() {
     let f = fixture(IdempotencyConfig::default()).await;
     let payload = json!({"job": 9});
@@ -240,6 +245,7 @@ async fn failure_deletes_the_record_and_a_retry_runs() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn validation_mismatch_is_refused() {
     let config = IdempotencyConfig::default()
         .event_key_jmespath("id")
@@ -286,6 +292,7 @@ async fn validation_mismatch_is_refused() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn renamed_attributes() {
     let raw = sdk_client().await;
     let table = create_table(&raw, "pk", None).await;
@@ -318,6 +325,7 @@ async fn renamed_attributes() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn composite_keys_with_default_and_static_partition_values() {
     let raw = sdk_client().await;
     let table = create_table(&raw, "pk", Some("sk")).await;
@@ -370,6 +378,7 @@ async fn composite_keys_with_default_and_static_partition_values() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn local_cache_replays_without_requests() {
     let f = fixture(IdempotencyConfig::default().use_local_cache(2)).await;
     let runs = AtomicUsize::new(0);
@@ -402,6 +411,7 @@ async fn local_cache_replays_without_requests() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn result_over_400_kb_is_refused_and_the_record_removed() {
     let f = fixture(IdempotencyConfig::default()).await;
     // over DynamoDB's limit by our own count: refused before any update
@@ -447,6 +457,7 @@ async fn result_over_400_kb_is_refused_and_the_record_removed() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn no_key_passes_through_or_raises() {
     let f = fixture(IdempotencyConfig::default().event_key_jmespath("missing")).await;
     let runs = AtomicUsize::new(0);
@@ -478,6 +489,7 @@ async fn no_key_passes_through_or_raises() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_put_the_sdk_sends_again_after_its_answer_was_lost_runs_once() {
     // the SDK's standard retry of a conditional put that DynamoDB had applied: the second
     // attempt is refused by the record the first wrote; the call must know it as its own

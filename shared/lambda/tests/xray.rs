@@ -30,6 +30,7 @@ fn next_subsegment(daemon: &UdpSocket) -> Option<Value> {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn each_call_is_a_subsegment_of_the_invocations_trace() {
     let daemon = UdpSocket::bind("127.0.0.1:0").expect("a UDP port");
     daemon

@@ -73,6 +73,7 @@ const DELIBERATE: [&str; 4] = [
 ];
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn errors_match_harels_message_and_position() {
     let files = stm_files(&errors_dir());
     assert!(files.len() >= 15, "{files:?}");
@@ -158,6 +159,7 @@ fn a_missing_import_names_the_chain() {
 /// harel skips a file it has seen, so it loads a cycle (reading the root twice); we refuse
 /// it, naming the chain, at the import that closes it.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn import_cycles_are_errors_here_and_load_in_harel() {
     let files: Vec<PathBuf> = ["cycle_a.stm", "self_import.stm"]
         .iter()
@@ -194,6 +196,7 @@ fn import_cycles_are_errors_here_and_load_in_harel() {
 /// A guard arg whose predicate names the enclosing fragment's guard param of the same name
 /// as the nested param: harel recurses until Python's stack overflows; we say so.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn a_guard_param_resolving_to_itself_is_an_error_not_a_crash() {
     let file = errors_dir().join("guard_param_self_reference.stm");
     let verdicts = harel_verdicts(std::slice::from_ref(&file));

@@ -10,6 +10,7 @@ mod common;
 use common::{for_each_machine, harel_on_snippets, run_harel_script, KNOWN_DEVIATIONS};
 
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn diagrams_match_harels() {
     let dirs = [
         "tests/corpus",
@@ -42,6 +43,7 @@ fn diagrams_match_harels() {
 /// Snippet-level: every snippet harel loads (`tests/snippets.txt`, or `HAREL_SNIPPETS`,
 /// e.g. from `support/random_machines.py`) draws the same diagrams.
 #[test]
+#[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn snippets_render_as_harel_does() {
     let mut compared = 0;
     for (i, (line, theirs)) in harel_on_snippets("render_snippets.py").iter().enumerate() {

@@ -75,6 +75,7 @@ fn map_for(url: &str, parameter: &str, secret: &str) -> ActionMap {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn header_values_come_from_ssm_and_secrets_manager() {
     let sdk = harel_testkit::sdk_config().await;
     let tag = harel_testkit::unique_prefix("hdr");
@@ -125,6 +126,7 @@ async fn header_values_come_from_ssm_and_secrets_manager() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_missing_parameter_or_secret_is_named_and_nothing_is_called() {
     let sdk = harel_testkit::sdk_config().await;
     let tag = harel_testkit::unique_prefix("hdr");

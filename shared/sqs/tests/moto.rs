@@ -44,6 +44,7 @@ async fn drain(t: &SqsTransport, url: &str) -> Vec<harel_sqs::Received> {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn batch_publish_keeps_group_body_and_order() {
     let c = client().await;
     let url = fresh(&c, "order").await;
@@ -86,6 +87,7 @@ async fn batch_publish_keeps_group_body_and_order() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn same_dedupe_id_is_dropped_and_fan_out_reaches_every_group() {
     let c = client().await;
     let url = fresh(&c, "dedupe").await;
@@ -120,6 +122,7 @@ async fn same_dedupe_id_is_dropped_and_fan_out_reaches_every_group() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn long_ids_are_hashed_and_accepted() {
     let c = client().await;
     let url = fresh(&c, "long").await;
@@ -148,6 +151,7 @@ async fn invalid_group_is_refused_before_sending() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn park_hides_a_message_until_its_delay() {
     let c = client().await;
     let url = fresh(&c, "park").await;
@@ -180,6 +184,7 @@ async fn park_hides_a_message_until_its_delay() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn dead_letter_carries_reason_and_source() {
     let c = client().await;
     let url = fresh(&c, "main").await;

@@ -14,10 +14,19 @@ use crate::{
 };
 
 /// One test per contract case, each on a fresh store from `$make(trace_max).await`.
+/// `contract_tests!(make, ignore = "why")` marks every case `#[ignore]` with the reason, for a
+/// backend that needs something plain `cargo test` does not start (an emulator).
 #[macro_export]
 macro_rules! contract_tests {
     ($make:path) => {
-        $crate::contract_tests!(@cases $make;
+        // `cfg(all())` is always true: no attribute, with the arm below taking one
+        $crate::contract_tests!($make; [cfg(all())]);
+    };
+    ($make:path, ignore = $why:literal) => {
+        $crate::contract_tests!($make; [ignore = $why]);
+    };
+    ($make:path; $attr:tt) => {
+        $crate::contract_tests!(@cases $make; $attr;
             insert_then_load, insert_of_existing_id_conflicts, stale_update_conflicts,
             commit_writes_every_part, racing_writers_exactly_one_wins, acks_remove_exactly_one,
             timers_schedule_cancel_and_guarded_delete, load_for_event_reports_the_dedupe_mark,
@@ -31,9 +40,10 @@ macro_rules! contract_tests {
             machine_versions_are_kept_once_and_pins_round_trip,
             status_changes_and_domain_events_are_written_with_their_commit);
     };
-    (@cases $make:path; $($case:ident),*) => {
+    (@cases $make:path; $attr:tt; $($case:ident),*) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #$attr
             async fn $case() {
                 $crate::contract::$case(|tm| $make(tm)).await;
             }
