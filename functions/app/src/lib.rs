@@ -11,5 +11,3 @@ pub mod shop;
 pub mod sweeper;
 
 pub use aws::{boot, init_tracing, BootError, Booted};
-/// Set by the functions as each invocation starts: remote actions retry within its time.
-pub use harel_remote::set_invocation_deadline;

@@ -251,6 +251,7 @@ mod tests {
         let mut published = Vec::new();
         let mut ctx = ActionContext {
             published: &mut published,
+            deadline: None,
             context: &mut context,
             idempotency_key: "k",
             execution_id: id,
@@ -302,6 +303,7 @@ mod tests {
         let mut published = Vec::new();
         let mut ctx = ActionContext {
             published: &mut published,
+            deadline: None,
             context: &mut context,
             idempotency_key: "k",
             execution_id: "o",

@@ -35,11 +35,16 @@ async fn main() -> Result<(), Error> {
         let cold_start = invocation.cold_start;
         let span = invocation.span();
         async move {
-            harel_app::set_invocation_deadline(event.context.deadline);
             let deadline = b.work_deadline(event.context.deadline);
-            let report = relay(&b.store, &b.transport, &b.driver, deadline)
-                .await
-                .map_err(|e| failed("relay failed", e))?;
+            // a child's first step may call a remote action: it stops in time to commit
+            let invocation_deadline =
+                harel_runtime::invocation::deadline_from_epoch_ms(event.context.deadline);
+            let report = harel_runtime::invocation::within(
+                Some(invocation_deadline),
+                relay(&b.store, &b.transport, &b.driver, deadline),
+            )
+            .await
+            .map_err(|e| failed("relay failed", e))?;
             // the events last: a child created above has its own status change to put
             let events = match &b.bus {
                 Some(bus) => harel_lambda::relay::publish_events(&b.store, bus, deadline)

@@ -36,7 +36,6 @@ async fn main() -> Result<(), Error> {
         async move {
             let messages = &event.payload.records;
             let records: Vec<Record> = messages.iter().map(Record::from_sqs).collect();
-            harel_app::set_invocation_deadline(event.context.deadline);
             let deadline = i64::try_from(event.context.deadline).ok();
             let outcome = worker.handle_batch(records, deadline).await;
             let failed = outcome.failed_ids().len();

@@ -201,6 +201,7 @@ async fn the_action_checks_its_inputs_and_a_retried_step_makes_the_same_event_id
                         idempotency_key: idem,
                         execution_id: "e-1",
                         published: &mut published,
+                        deadline: None,
                     },
                     None,
                     inputs.as_object().unwrap(),

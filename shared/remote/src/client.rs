@@ -3,9 +3,8 @@
 //! transiently, bounded by the invocation's remaining time.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use harel_model::{Event, Object};
 use harel_runtime::{Action, ActionContext, ActionError, ActionFuture, ActionRegistry};
@@ -27,27 +26,13 @@ pub const COMMIT_RESERVE: Duration = Duration::from_secs(2);
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
-/// The running Lambda invocation's deadline (epoch ms; 0: none known). A Lambda process
-/// runs one invocation at a time, so the functions set it as each one starts.
-static INVOCATION_DEADLINE_MS: AtomicU64 = AtomicU64::new(0);
-
-/// Called by a function as an invocation starts (`event.context.deadline`): remote calls
-/// and their retries then stop in time for the step to commit.
-pub fn set_invocation_deadline(epoch_ms: u64) {
-    INVOCATION_DEADLINE_MS.store(epoch_ms, Ordering::Relaxed);
-}
-
-/// How long remains before the invocation's deadline less [`COMMIT_RESERVE`] (None: no
-/// deadline known, as in `harel run`).
-fn remaining() -> Option<Duration> {
-    let deadline = INVOCATION_DEADLINE_MS.load(Ordering::Relaxed);
-    if deadline == 0 {
-        return None;
-    }
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    Some(Duration::from_millis(deadline.saturating_sub(now)).saturating_sub(COMMIT_RESERVE))
+/// How long remains before the invocation's `deadline` (the action context's, set by the
+/// function's host) less [`COMMIT_RESERVE`] (None: no deadline known, as in `harel run`).
+fn remaining(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|at| {
+        at.saturating_duration_since(Instant::now())
+            .saturating_sub(COMMIT_RESERVE)
+    })
 }
 
 /// The counts of one action's remote calls since the last [`Clients::take_stats`].
@@ -275,18 +260,20 @@ impl RemoteAction {
         &self.binding
     }
 
-    /// One call: the request built, sent (retried), the answer applied to `context`.
+    /// One call: the request built, sent (retried until the invocation's `deadline`, when
+    /// one is known), the answer applied to `context`.
     pub async fn invoke(
         &self,
         context: &mut Object,
         event: Option<&Event>,
         inputs: &Object,
         idempotency_key: &str,
+        deadline: Option<Instant>,
     ) -> Result<Value, ActionError> {
         let started = Instant::now();
         let mut sent = Sent::default();
         let outcome = self
-            .send_with_retries(context, event, inputs, idempotency_key, &mut sent)
+            .send_with_retries(context, event, inputs, idempotency_key, deadline, &mut sent)
             .await;
         let outcome = outcome.and_then(|answer| self.apply(context, answer));
         let elapsed = started.elapsed();
@@ -329,6 +316,7 @@ impl RemoteAction {
         event: Option<&Event>,
         inputs: &Object,
         idempotency_key: &str,
+        deadline: Option<Instant>,
         sent: &mut Sent,
     ) -> Result<Answer, ActionError> {
         let body = match serde_json::to_vec(&request(context, event, inputs, idempotency_key)) {
@@ -349,7 +337,7 @@ impl RemoteAction {
         loop {
             let attempt = sent.attempts + 1;
             let mut timeout = self.binding.timeout;
-            if let Some(left) = remaining() {
+            if let Some(left) = remaining(deadline) {
                 if left < Duration::from_millis(50) {
                     return Err(ActionError::new(
                         "TimeoutError",
@@ -380,7 +368,7 @@ impl RemoteAction {
                 ),
             };
             let time_for_another =
-                remaining().is_none_or(|left| left > backoff + Duration::from_millis(50));
+                remaining(deadline).is_none_or(|left| left > backoff + Duration::from_millis(50));
             if !failure.transient || attempt >= self.binding.attempts || !time_for_another {
                 let mut error = failure.error;
                 if attempt > 1 {
@@ -583,8 +571,14 @@ impl Action for RemoteAction {
                     ),
                 ));
             }
-            self.invoke(ctx.context, event, inputs, ctx.idempotency_key)
-                .await
+            self.invoke(
+                ctx.context,
+                event,
+                inputs,
+                ctx.idempotency_key,
+                ctx.deadline,
+            )
+            .await
         })
     }
 }

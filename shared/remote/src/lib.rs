@@ -26,7 +26,7 @@ pub mod secrets;
 
 use std::path::{Path, PathBuf};
 
-pub use client::{bind, set_invocation_deadline, BindError, CallStats, Clients, RemoteAction};
+pub use client::{bind, BindError, CallStats, Clients, RemoteAction, COMMIT_RESERVE};
 pub use contract::{request, Answer};
 pub use map::{ActionMap, Binding, Format, HeaderSource, MapError, Target};
 pub use secrets::{AwsReader, Secrets};

@@ -320,6 +320,30 @@ async fn timeout(transport: Transport) {
     assert_eq!(keys[0], keys[1], "the retry sends the same key");
 }
 
+/// The invocation's deadline, as a Lambda host scopes its work with it, reaches the action
+/// through the driver: with 0.3 s left past the commit reserve, the slow function's one
+/// attempt is abandoned at about 0.3 s and not retried (without a deadline: two of 0.5 s).
+async fn deadline(transport: Transport) {
+    let rig = rig(transport, ActionErrorPolicy::Fail).await;
+    let exe = rig.create("Billing").await;
+    let at = Instant::now() + harel_remote::COMMIT_RESERVE + Duration::from_millis(300);
+    let started = Instant::now();
+    let after =
+        harel_runtime::invocation::within(Some(at), rig.send(&exe, "Slow", json!({}))).await;
+    let took = started.elapsed();
+    assert_eq!(path(&after), "Recovered");
+    assert_eq!(after.context["_error"]["type"], json!("TimeoutError"));
+    let message = after.context["_error"]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        message.contains("did not answer within 0.") && !message.contains("attempts"),
+        "one attempt, cut to the time left: {message}"
+    );
+    assert!(took < Duration::from_millis(900), "{took:?}");
+    assert_eq!(rig.keys_of("slow").await.len(), 1, "one attempt");
+}
+
 /// A transient failure (HTTP 503, Lambda's 429 TooManyRequestsException) is retried within
 /// the step with the same key, and the second answer routes the selector.
 async fn transient(transport: Transport) {
@@ -538,6 +562,7 @@ over_both! {
     payload_shape => http_payload_is_harels, lambda_payload_is_harels;
     function_error => http_function_error_goes_to_on_error_else_fails, lambda_function_error_goes_to_on_error_else_fails;
     timeout => http_timeout_is_retried_then_an_action_error, lambda_timeout_is_retried_then_an_action_error;
+    deadline => http_the_invocation_deadline_cuts_the_attempts, lambda_the_invocation_deadline_cuts_the_attempts;
     transient => http_transient_failure_is_retried_with_the_same_key, lambda_transient_failure_is_retried_with_the_same_key;
     retried_step => http_retried_step_sends_the_same_key, lambda_retried_step_sends_the_same_key;
     too_large => http_oversized_answers_are_action_errors, lambda_oversized_answers_are_action_errors;

@@ -46,6 +46,10 @@ pub struct ActionContext<'a> {
     /// Domain events for the bus this step publishes (`harel.lib.publish`): committed with
     /// the step, dropped with it when it fails.
     pub published: &'a mut Vec<DomainEvent>,
+    /// The deadline of the invocation the step runs in, when its host has one (a Lambda
+    /// function's, set by [`crate::invocation::within`]): an action that waits on IO stops
+    /// in time for the step to commit.
+    pub deadline: Option<std::time::Instant>,
 }
 
 pub type ActionFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ActionError>> + Send + 'a>>;

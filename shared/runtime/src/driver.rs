@@ -80,6 +80,7 @@ impl Host for DriverHost<'_> {
                 idempotency_key: &key,
                 execution_id,
                 published,
+                deadline: crate::invocation::deadline(),
             };
             action.call(ctx, call.event, &call.action.inputs).await
         }

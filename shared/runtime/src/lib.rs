@@ -12,6 +12,7 @@ pub mod dead_letters;
 pub mod delivery;
 mod driver;
 mod error;
+pub mod invocation;
 mod runner;
 pub mod sender;
 pub mod stdlib;

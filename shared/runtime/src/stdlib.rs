@@ -337,6 +337,7 @@ mod tests {
             idempotency_key: "k",
             execution_id: "e",
             published: &mut published,
+            deadline: None,
         };
         f(&mut ctx, None, inputs.as_object().unwrap())
     }
@@ -353,6 +354,7 @@ mod tests {
             idempotency_key: "k",
             execution_id: "e",
             published: &mut published,
+            deadline: None,
         };
         let keys = json!({"detail_type": "OrderShipped", "keys": ["order_id"]});
         publish(&mut ctx, None, keys.as_object().unwrap()).unwrap();
