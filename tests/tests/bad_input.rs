@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use harel_lambda::{Handled, RecordError};
 use harel_model::{Event, Object, Status};
+use harel_runtime::admission::Skip;
 use harel_runtime::ManualClock;
 use harel_sqs::create_body;
 use harel_sqs::{REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE};
@@ -288,7 +289,7 @@ async fn events_for_unknown_finished_and_cancelled_executions_are_skipped() {
             .unwrap_or_else(|| panic!("no record {id}"))
     };
     match by_id("ghost-go") {
-        Ok(Handled::Skipped { reason, .. }) => assert_eq!(reason, "no such execution"),
+        Ok(Handled::Skipped { reason, .. }) => assert_eq!(reason, Skip::NoSuchExecution),
         other => panic!("{other:?}"),
     }
     let done = w.store.load("done-1").await.expect("load").expect("exists");
@@ -303,7 +304,7 @@ async fn events_for_unknown_finished_and_cancelled_executions_are_skipped() {
     let cancelled = w.store.load("cx-1").await.expect("load").expect("exists");
     assert_eq!(cancelled.status, Status::Cancelled, "{cancelled:?}");
     match by_id("cx-late") {
-        Ok(Handled::Skipped { reason, .. }) => assert_eq!(reason, "execution is CANCELLED"),
+        Ok(Handled::Skipped { reason, .. }) => assert_eq!(reason, Skip::Cancelled),
         other => panic!("{other:?}"),
     }
     assert!(dead_letters(&w).await.is_empty());

@@ -10,6 +10,7 @@ use harel_control::{CancelMode, Command};
 use harel_dynamodb::DynamoDbStore;
 use harel_lambda::{Handled, RecordError};
 use harel_model::{Definition, Event, Execution, Status};
+use harel_runtime::admission::Skip;
 use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
 use harel_sqs::create_body;
@@ -138,10 +139,10 @@ impl Stack {
     }
 }
 
-fn skipped(outcomes: &[Outcome], reason: &str) -> usize {
+fn skipped(outcomes: &[Outcome], reason: Skip) -> usize {
     outcomes
         .iter()
-        .filter(|o| matches!(o, Ok(Handled::Skipped { reason: r, .. }) if r.contains(reason)))
+        .filter(|o| matches!(o, Ok(Handled::Skipped { reason: r, .. }) if *r == reason))
         .count()
 }
 
@@ -178,7 +179,7 @@ async fn cooperative_cancel_skips_the_backlog_then_runs_the_cleanup() {
 
     stack.relay().await;
     let outcomes = stack.pump().await;
-    assert_eq!(skipped(&outcomes, "CANCELLING"), 2, "{outcomes:?}");
+    assert_eq!(skipped(&outcomes, Skip::Cancelling), 2, "{outcomes:?}");
     let exe = stack.load(id).await;
     assert_eq!(exe.status, Status::Done);
     assert_eq!(exe.outcome.as_deref(), Some("cancelled"));
@@ -208,7 +209,7 @@ async fn cancel_without_a_cancel_transition_is_forceful_and_the_backlog_drains_a
     assert!(out.enqueued.is_empty());
     assert_eq!(out.own_step().expect("written").command, Command::Cancel);
     let outcomes = stack.pump().await;
-    assert_eq!(skipped(&outcomes, "CANCELLED"), 1, "{outcomes:?}");
+    assert_eq!(skipped(&outcomes, Skip::Cancelled), 1, "{outcomes:?}");
     let exe = stack.load(id).await;
     assert_eq!(exe.status, Status::Cancelled);
     assert_eq!(exe.context["steps"], json!(0));
@@ -427,7 +428,7 @@ async fn harel_pythons_control_plane_drives_our_worker_and_reads_ours() {
     assert_eq!(py["outbox"][0]["target_id"], id);
     stack.relay().await;
     let outcomes = stack.pump().await;
-    assert_eq!(skipped(&outcomes, "CANCELLING"), 1, "{outcomes:?}");
+    assert_eq!(skipped(&outcomes, Skip::Cancelling), 1, "{outcomes:?}");
     let exe = stack.load(id).await;
     assert_eq!(
         (exe.status, exe.outcome.as_deref()),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use harel_lambda::{relay, sweep_once, Handled, RecordError, SweepPlan};
 use harel_model::{Event, Object, Status};
+use harel_runtime::admission::Skip;
 use harel_runtime::Clock;
 use harel_sqs::create_body;
 use harel_sqs::{Transport, REASON_ATTRIBUTE};
@@ -119,7 +120,13 @@ async fn duplicate_deliveries_change_nothing() {
     h.send_event("d-1", go).await;
     let outcome = h.pump(2).await;
     assert!(
-        matches!(&outcome[0].records[0].1, Ok(Handled::Skipped { reason, .. }) if reason.contains("already processed")),
+        matches!(
+            &outcome[0].records[0].1,
+            Ok(Handled::Skipped {
+                reason: Skip::AlreadyProcessed | Skip::ProcessedByAnotherWriter,
+                ..
+            })
+        ),
         "{:?}",
         outcome[0].records
     );

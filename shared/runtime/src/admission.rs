@@ -14,13 +14,55 @@ pub fn create_context(defn: &Definition, context: &Object) -> Result<Object, Con
     Ok(context)
 }
 
+/// Why an event is acknowledged without a step. Its text (`Display`) is what logs, the
+/// idempotency layer's stored outcome and harel's own messages say; [`Skip::from_text`] reads
+/// it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Skip {
+    /// No execution has the event's id (never created, or purged).
+    #[error("no such execution")]
+    NoSuchExecution,
+    /// The event's processed mark was read with the execution.
+    #[error("event already processed")]
+    AlreadyProcessed,
+    /// The read said "not processed", the commit's mark condition said otherwise: another
+    /// writer committed it in between (a duplicate delivery).
+    #[error("event already processed (found by the commit)")]
+    ProcessedByAnotherWriter,
+    /// A CANCELLED execution drops everything.
+    #[error("execution is CANCELLED")]
+    Cancelled,
+    /// A PENDING execution (not started) takes its `Start` only.
+    #[error("execution is PENDING (not started)")]
+    NotStarted,
+    /// A CANCELLING execution takes its `Cancel` only.
+    #[error("execution is CANCELLING")]
+    Cancelling,
+}
+
+impl Skip {
+    const ALL: [Skip; 6] = [
+        Skip::NoSuchExecution,
+        Skip::AlreadyProcessed,
+        Skip::ProcessedByAnotherWriter,
+        Skip::Cancelled,
+        Skip::NotStarted,
+        Skip::Cancelling,
+    ];
+
+    /// The reason whose text is `text` (None for any other text).
+    pub fn from_text(text: &str) -> Option<Skip> {
+        Skip::ALL.into_iter().find(|s| s.to_string() == text)
+    }
+}
+
 /// What a worker does with an event of `kind` for an execution in `status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gate {
     /// Step it (a DONE or FAILED execution's engine ignores a domain event itself).
     Run,
     /// Acknowledge it without effect, for this reason.
-    Skip(&'static str),
+    Skip(Skip),
     /// Hold it until the execution is resumed (a SUSPENDED execution's backlog is kept).
     Park,
 }
@@ -30,10 +72,10 @@ pub enum Gate {
 /// the group and block the Start behind it; a CANCELLING one skips all but its `Cancel`.
 pub fn gate(status: Status, kind: &str) -> Gate {
     match status {
-        Status::Cancelled => Gate::Skip("execution is CANCELLED"),
+        Status::Cancelled => Gate::Skip(Skip::Cancelled),
         Status::Suspended => Gate::Park,
-        Status::Pending if kind != "Start" => Gate::Skip("execution is PENDING (not started)"),
-        Status::Cancelling if kind != "Cancel" => Gate::Skip("execution is CANCELLING"),
+        Status::Pending if kind != "Start" => Gate::Skip(Skip::NotStarted),
+        Status::Cancelling if kind != "Cancel" => Gate::Skip(Skip::Cancelling),
         _ => Gate::Run,
     }
 }
@@ -49,9 +91,17 @@ mod tests {
         assert_eq!(gate(Status::Cancelling, "Cancel"), Gate::Run);
         assert_eq!(
             gate(Status::Cancelling, "Pay"),
-            Gate::Skip("execution is CANCELLING")
+            Gate::Skip(Skip::Cancelling)
         );
         assert_eq!(gate(Status::Pending, "Start"), Gate::Run);
         assert!(matches!(gate(Status::Cancelled, "Cancel"), Gate::Skip(_)));
+    }
+
+    #[test]
+    fn every_reason_reads_back_from_its_text() {
+        for skip in Skip::ALL {
+            assert_eq!(Skip::from_text(&skip.to_string()), Some(skip));
+        }
+        assert_eq!(Skip::from_text("execution is DONE"), None);
     }
 }

@@ -7,7 +7,7 @@
 use harel_idempotency::{Client as IdempotencyClient, RunError};
 use harel_model::schema::check_event;
 use harel_model::{Event, Execution, Status};
-use harel_runtime::admission::{create_context, gate, Gate};
+use harel_runtime::admission::{create_context, gate, Gate, Skip};
 use harel_runtime::delivery::queue::{broadcast, deliver_stepped};
 use harel_runtime::delivery::{route, Route};
 use harel_runtime::{DeliverError, RuntimeError, Stepped};
@@ -16,7 +16,7 @@ use harel_sqs::Transport;
 use harel_store::{ExecutionStore, StoreError};
 use serde_json::Value;
 
-use super::outcome::{Handled, Observer, RecordError, ALREADY_PROCESSED_AT_COMMIT};
+use super::outcome::{Handled, Observer, RecordError};
 use super::record::Record;
 use super::Worker;
 
@@ -153,25 +153,25 @@ where
     ) -> Result<Handled, RecordError> {
         tracing::Span::current().record("event_kind", event.kind.as_str());
         let (exe, processed) = self.store.load_for_event(group, &event.id).await?;
-        let skip = |reason: &str| {
+        let skip = |reason: Skip| {
             Ok(Handled::Skipped {
                 execution_id: group.to_string(),
-                reason: reason.to_string(),
+                reason,
             })
         };
         // the read said "not processed" but the commit's mark condition says otherwise
         let duplicate = || {
             tracing::info!("the event was committed by another writer since the read: acknowledged, not applied again");
             observer.with(|o| o.duplicate = true);
-            skip(ALREADY_PROCESSED_AT_COMMIT)
+            skip(Skip::ProcessedByAnotherWriter)
         };
         let Some(mut exe) = exe else {
-            return skip("no such execution");
+            return skip(Skip::NoSuchExecution);
         };
         observe_event(observer, &exe.definition_id, &event.kind);
         observe_version(observer, exe.pinned_version());
         if processed {
-            return skip("event already processed");
+            return skip(Skip::AlreadyProcessed);
         }
         match gate(exe.status, &event.kind) {
             Gate::Skip(reason) => {

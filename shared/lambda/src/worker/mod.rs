@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-pub use outcome::{BatchOutcome, Handled, Observed, RecordError, ALREADY_PROCESSED_AT_COMMIT};
+pub use outcome::{BatchOutcome, Handled, Observed, RecordError};
 pub use record::Record;
 
 use crate::config::Config;
@@ -119,6 +119,11 @@ where
             groups.entry(key).or_default().push((i, record));
         }
         let permits = Arc::new(Semaphore::new(self.config.worker_concurrency));
+        // the actions of every step below see the invocation's deadline (remote actions
+        // stop retrying in time for the step to commit)
+        let invocation_deadline = deadline_ms
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(harel_runtime::invocation::deadline_from_epoch_ms);
         let mut tasks = tokio::task::JoinSet::new();
         for key in order {
             let members = groups.remove(&key).unwrap_or_default();
@@ -176,7 +181,8 @@ where
                 }
                 results
             };
-            // the task runs outside the caller's span unless given it (the invocation's)
+            // the task runs outside the caller's span and invocation unless given them
+            let task = harel_runtime::invocation::within(invocation_deadline, task);
             tasks.spawn(task.in_current_span());
         }
         let mut all = Vec::new();

@@ -2,13 +2,11 @@
 
 use std::sync::Mutex;
 
+use harel_runtime::admission::Skip;
 use harel_runtime::{DeliverError, RuntimeError};
 use harel_sqs::TransportError;
 use harel_store::StoreError;
 use serde::{Deserialize, Serialize};
-
-/// The skip reason of an event whose commit found its dedupe mark (see `Observed::duplicate`).
-pub const ALREADY_PROCESSED_AT_COMMIT: &str = "event already processed (found by the commit)";
 
 /// What became of a record that needs no retry (stored by the idempotency layer, so a replay
 /// answers the same).
@@ -34,7 +32,9 @@ pub enum Handled {
     /// Nothing to do (unknown execution, processed already, cancelled, not started...).
     Skipped {
         execution_id: String,
-        reason: String,
+        /// Stored as its text (as before it was a type: records written then still read).
+        #[serde(with = "skip_text")]
+        reason: Skip,
     },
     /// Could never succeed: moved to the dead-letter queue with the reason.
     DeadLettered {
@@ -174,5 +174,23 @@ impl BatchOutcome {
             response.batch_item_failures.push(failure);
         }
         response
+    }
+}
+
+/// A skip reason in a stored outcome: its text.
+mod skip_text {
+    use harel_runtime::admission::Skip;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(skip: &Skip, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(skip)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Skip, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Skip::from_text(&text)
+            .ok_or_else(|| D::Error::custom(format!("unknown skip reason {text:?}")))
     }
 }
