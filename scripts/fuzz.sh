@@ -24,7 +24,7 @@ run() {
     | grep -oE 'fuzz [^:]+: [0-9]+ cases in [0-9.]+ s|panicked.*|minimal input.*|test result.*|.*FAILED.*' || status=1
 }
 run harel-lang fuzz
-run harel-sqs fuzz
+run harel-queue fuzz
 run harel-lambda fuzz_inbound
 run harel-remote fuzz
 run harel-hooks fuzz

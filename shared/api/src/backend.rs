@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use harel_model::{Definition, Execution};
+use harel_queue::Transport;
 use harel_runtime::{Driver, RuntimeError, Sender};
-use harel_sqs::Transport;
 use harel_store::ExecutionStore;
 
 use crate::error::ApiError;

@@ -17,7 +17,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use harel_hooks::{callback, CallbackKey, Completion};
 use harel_model::Object;
-use harel_sqs::Transport;
+use harel_queue::Transport;
 use harel_store::ExecutionStore;
 use serde::Deserialize;
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use harel_control::{ControlError, ControlOutcome};
 use harel_model::Object;
-use harel_sqs::Transport;
+use harel_queue::Transport;
 use harel_store::{ExecutionStore, OutboxEntry};
 use serde::Deserialize;
 use serde_json::{json, Value};

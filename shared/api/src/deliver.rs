@@ -7,7 +7,7 @@
 use harel_hooks::Refusal;
 use harel_model::schema::check_event;
 use harel_model::{Definition, Event, Execution};
-use harel_sqs::Transport;
+use harel_queue::Transport;
 use harel_store::ExecutionStore;
 
 use crate::backend::Shared;

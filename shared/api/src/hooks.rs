@@ -19,9 +19,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use harel_hooks::{Create, Delivery, Outcome};
+use harel_queue::Transport;
 use harel_runtime::admission::create_context;
 use harel_runtime::sender::{check_execution_id, create_message, event_messages};
-use harel_sqs::Transport;
 use harel_store::ExecutionStore;
 use serde_json::{json, Value};
 

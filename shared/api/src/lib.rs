@@ -30,7 +30,7 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use harel_sqs::Transport;
+use harel_queue::Transport;
 use harel_store::ExecutionStore;
 
 /// The axum this router is built with: routes added by other crates use the same one.

@@ -15,7 +15,7 @@ use harel_fuzzing::check;
 use harel_fuzzing::strategies::{mutated, random_bytes, token_soup, Bytes};
 use harel_model::Definition;
 use harel_runtime::{ActionRegistry, Driver, DurableRunner};
-use harel_sqs::MemoryTransport;
+use harel_queue::MemoryTransport;
 use harel_store::MemoryStore;
 use http_body_util::BodyExt;
 use serde_json::Value;

@@ -453,7 +453,7 @@ pub fn worker_metrics(
         if let Some(message) = message {
             // read as the worker's Record reads it
             let receive_count = attribute(message, "ApproximateReceiveCount");
-            if harel_sqs::sqs::receive_count(receive_count) > 1 {
+            if harel_queue::message::receive_count(receive_count) > 1 {
                 metrics.count(machine, REDELIVERIES, 1);
             }
             if let Ok(sent) = attribute(message, "SentTimestamp").parse::<u64>() {

@@ -16,10 +16,10 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use harel_sqs::{DedupeKey, Outgoing, Transport, TransportError};
+use harel_queue::{DedupeKey, Outgoing, Transport, TransportError};
 use harel_store::{DueTimer, ExecutionStore, StoreError};
 
-use harel_sqs::sqs::MAX_BATCH;
+use harel_queue::transport::MAX_BATCH;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {

@@ -14,7 +14,7 @@ use harel_fuzzing::check;
 use harel_fuzzing::strategies::{mutated, token_soup, Bytes};
 use harel_lambda::{Handled, Record};
 use harel_model::{Event, Object};
-use harel_sqs::create_body;
+use harel_queue::create_body;
 use serde_json::json;
 
 const TOKENS: &[&str] = &[

@@ -10,8 +10,8 @@ use harel_lambda::{relay, sweep_once, Handled, RecordError, SweepPlan};
 use harel_model::{Event, Object, Status};
 use harel_runtime::admission::Skip;
 use harel_runtime::Clock;
-use harel_sqs::create_body;
-use harel_sqs::{Transport, REASON_ATTRIBUTE};
+use harel_queue::create_body;
+use harel_queue::{Transport, REASON_ATTRIBUTE};
 use harel_store::ExecutionStore;
 
 fn far() -> Instant {
@@ -192,10 +192,10 @@ async fn a_crash_between_commit_and_delivery_is_finished_by_the_relay() {
     let entry = &pending[0];
     h.transport
         .publish(
-            harel_sqs::Outgoing::event(
+            harel_queue::Outgoing::event(
                 entry.target_id.clone().expect("a target"),
                 &entry.event,
-                harel_sqs::DedupeKey::Outbox { seq: entry.seq },
+                harel_queue::DedupeKey::Outbox { seq: entry.seq },
             )
             .expect("valid"),
         )

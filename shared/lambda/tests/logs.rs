@@ -12,7 +12,7 @@ use common::harness;
 use harel_lambda::logging::{invocation_span, subscriber, LogSettings};
 use harel_lambda::{fire_due, relay, SweepReport};
 use harel_model::{Event, Object, Status};
-use harel_sqs::create_body;
+use harel_queue::create_body;
 use serde_json::{json, Value};
 use tracing::Instrument;
 use tracing_subscriber::fmt::MakeWriter;

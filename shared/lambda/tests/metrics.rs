@@ -10,7 +10,7 @@ use common::{harness, record};
 use harel_lambda::metrics::{relay_metrics, sweeper_metrics, worker_metrics};
 use harel_lambda::{fire_due, relay, RecordError, SweepReport};
 use harel_model::{Event, Object};
-use harel_sqs::create_body;
+use harel_queue::create_body;
 use serde_json::{json, Value};
 
 #[tokio::test]

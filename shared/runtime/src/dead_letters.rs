@@ -1,12 +1,12 @@
 //! The dead letters' operations, the same for every host (`harel dlq`, the console): a look
 //! that leaves them in place, a redrive back to the main queue that checks the execution
 //! first, and a delete. The queue side (what a look costs, the message a redrive sends) is
-//! `harel_sqs::dead_letters`'; what is checked against the store is here.
+//! `harel_queue::dead_letters`'; what is checked against the store is here.
 
 use harel_model::Status;
-use harel_sqs::dead_letters::LOOK_HOLD;
-use harel_sqs::inbound::Inbound;
-use harel_sqs::{DeadLetter, DeadLetterQueue, Transport, TransportError};
+use harel_queue::dead_letters::LOOK_HOLD;
+use harel_queue::inbound::Inbound;
+use harel_queue::{DeadLetter, DeadLetterQueue, Transport, TransportError};
 use harel_store::{ExecutionStore, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +70,7 @@ pub async fn look<D: DeadLetterQueue>(dlq: &D) -> Result<Vec<DeadLetter>, DeadLe
 pub async fn check_redrive<S: ExecutionStore>(
     store: &S,
     letter: &DeadLetter,
-) -> Result<Result<harel_sqs::Outgoing, String>, StoreError> {
+) -> Result<Result<harel_queue::Outgoing, String>, StoreError> {
     let (inbound, outgoing) = match letter.redrive_message() {
         Ok(ready) => ready,
         Err(malformed) => return Ok(Err(format!("malformed: {malformed}"))),
@@ -205,7 +205,7 @@ fn add_not_found(done: &mut Vec<Done>, selection: &Selection) {
 #[cfg(test)]
 mod tests {
     use harel_model::{Event, Execution};
-    use harel_sqs::{MemoryTransport, Outgoing};
+    use harel_queue::{MemoryTransport, Outgoing};
     use harel_store::MemoryStore;
 
     use super::*;

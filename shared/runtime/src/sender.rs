@@ -9,7 +9,7 @@
 //! create for an existing id is a no-op, an event already processed is skipped).
 
 use harel_model::{Event, Object};
-use harel_sqs::{check_group_id, DedupeKey, Outgoing, Transport, TransportError};
+use harel_queue::{check_group_id, DedupeKey, Outgoing, Transport, TransportError};
 use sha2::{Digest, Sha256};
 
 /// Builds and publishes the create and event messages.
@@ -20,7 +20,7 @@ pub struct Sender<T> {
 
 /// The create message for `execution_id` (its group and its deterministic dedupe id): the
 /// queue's wire protocol owns it.
-pub use harel_sqs::create_message;
+pub use harel_queue::create_message;
 
 /// The messages for `events`, in order, to `execution_id`, each deduplicated by its event id.
 pub fn event_messages(
@@ -84,8 +84,8 @@ impl<T: Transport> Sender<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harel_sqs::inbound::{parse, Inbound};
-    use harel_sqs::MemoryTransport;
+    use harel_queue::inbound::{parse, Inbound};
+    use harel_queue::MemoryTransport;
 
     #[tokio::test]
     async fn a_create_sent_twice_is_one_message() {

@@ -120,7 +120,7 @@ pub fn check_distinct(schedule: &Schedule) -> Result<(), String> {
     let mut seen: Vec<(String, DateTime<Utc>)> = Vec::new();
     for fire in fires {
         let id = schedule.execution_id(fire);
-        harel_sqs::check_group_id(&id).map_err(|_| {
+        harel_queue::check_group_id(&id).map_err(|_| {
             format!(
                 "id template {:?} gives {id:?}: an execution id is 1 to 128 printable ASCII characters without spaces",
                 schedule.id.as_str()

@@ -16,8 +16,8 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use harel_model::Status;
-use harel_sqs::sqs::MAX_BATCH;
-use harel_sqs::{Outgoing, Transport, TransportError};
+use harel_queue::transport::MAX_BATCH;
+use harel_queue::{Outgoing, Transport, TransportError};
 use harel_store::{ExecutionStore, StoreError};
 
 use crate::file::{CatchUp, Overlap, Schedule, Schedules};
@@ -210,7 +210,7 @@ async fn send_starts<T: Transport>(transport: &T, steps: &[Step<'_>]) -> Sent {
     for (i, step) in steps.iter().enumerate() {
         if let Some(id) = &step.start {
             let s = step.schedule;
-            match harel_sqs::create_message(&s.machine, s.context.clone(), id) {
+            match harel_queue::create_message(&s.machine, s.context.clone(), id) {
                 Ok(message) => starts.push((i, message)),
                 Err(e) => {
                     out.error.get_or_insert(e);

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use harel_model::{Execution, Status};
 use harel_schedule::{parse, tick, Mark, MarkError, Marks, MemoryMarks, Schedules, TickReport};
-use harel_sqs::{Inbound, MemoryTransport};
+use harel_queue::{Inbound, MemoryTransport};
 use harel_store::{ExecutionStore, MemoryStore};
 
 fn at(rfc3339: &str) -> f64 {
@@ -26,7 +26,7 @@ fn creates(queue: &MemoryTransport) -> Vec<String> {
         .take_all()
         .into_iter()
         .map(
-            |m| match harel_sqs::inbound::parse(Some(&m.group_id), &m.body).expect("a create") {
+            |m| match harel_queue::inbound::parse(Some(&m.group_id), &m.body).expect("a create") {
                 (group, Inbound::Create(c)) => {
                     assert_eq!(group, c.execution_id, "the id is the group");
                     c.execution_id.to_string()
@@ -125,7 +125,7 @@ async fn the_create_carries_the_entry_s_machine_and_context() {
     h.tick("2026-12-06T02:00:05Z").await;
     let sent = h.queue.take_all();
     assert_eq!(sent.len(), 1);
-    match harel_sqs::inbound::parse(Some(&sent[0].group_id), &sent[0].body).unwrap() {
+    match harel_queue::inbound::parse(Some(&sent[0].group_id), &sent[0].body).unwrap() {
         (_, Inbound::Create(c)) => {
             assert_eq!(c.definition_id, "Report");
             assert_eq!(c.execution_id, "n-2026-12-06-0300", "Madrid's wall clock");

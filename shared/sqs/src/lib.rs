@@ -1,23 +1,17 @@
-//! The queue's wire protocol and its transport: harel's message shape (body = Event JSON,
-//! `MessageGroupId` = the target execution id), the create message ([`inbound`]), the dedupe
-//! ids ([`DedupeKey`]) and the dead-letter attributes, over `aws-sdk-sqs`, with an in-memory
-//! twin for in-process tests. The functions and every client (the CLI, a test) share it
-//! without depending on each other.
+//! The SQS adapter of the queue port (`harel-queue`): [`SqsTransport`] (harel's
+//! `SqsTransport` over `aws-sdk-sqs`) and [`SqsDeadLetters`]. The port's modules are
+//! re-exported under their old paths, so a client that wants the whole queue (the CLI, a
+//! function, a test) needs this crate alone.
 
 pub mod dead_letters;
-pub mod dedupe;
-pub mod error;
-pub mod inbound;
-pub mod memory;
-pub mod message;
 pub mod sqs;
-pub mod transport;
 
-pub use dead_letters::{DeadLetter, DeadLetterQueue, SqsDeadLetters};
-pub use dedupe::DedupeKey;
-pub use error::{EntryFailure, TransportError};
-pub use inbound::{create_body, create_message, CreateRequest, Inbound, Malformed, CREATE_KIND};
-pub use memory::MemoryTransport;
-pub use message::{check_group_id, Outgoing, Received};
+pub use harel_queue::{dedupe, error, inbound, memory, message, transport};
+
+pub use dead_letters::SqsDeadLetters;
+pub use harel_queue::{
+    check_group_id, create_body, create_message, CreateRequest, DeadLetter, DeadLetterQueue,
+    DedupeKey, EntryFailure, Inbound, Malformed, MemoryTransport, Outgoing, Received, Transport,
+    TransportError, CREATE_KIND, MALFORMED_GROUP, REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE,
+};
 pub use sqs::SqsTransport;
-pub use transport::{Transport, MALFORMED_GROUP, REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE};

@@ -11,17 +11,13 @@ use aws_sdk_sqs::types::{
 };
 use aws_sdk_sqs::Client;
 
-use crate::error::{EntryFailure, TransportError};
-use crate::message::{Outgoing, Received};
-use crate::transport::{
+use harel_queue::error::{EntryFailure, TransportError};
+pub use harel_queue::message::receive_count;
+use harel_queue::message::{Outgoing, Received};
+use harel_queue::transport::{
     dead_letter_group, visibility_seconds, Transport, REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE,
 };
-
-/// SQS's cap on entries per `SendMessageBatch`.
-pub const MAX_BATCH: usize = 10;
-/// The payload cap of one batch call, kept at the long-standing 256 KiB so every endpoint
-/// (older regions, emulators) accepts it.
-pub const MAX_BATCH_BYTES: usize = 256 * 1024;
+pub use harel_queue::transport::{MAX_BATCH, MAX_BATCH_BYTES};
 /// Resends of entries SQS failed for reasons of its own (not the sender's fault).
 const ENTRY_RETRIES: u32 = 3;
 const RETRY_BASE: Duration = Duration::from_millis(100);
@@ -223,11 +219,6 @@ impl SqsTransport {
         }
         Ok(failures)
     }
-}
-
-/// SQS's `ApproximateReceiveCount` attribute; 1 (this delivery) when absent or unreadable.
-pub fn receive_count(attribute: &str) -> u32 {
-    attribute.trim().parse::<u32>().map_or(1, |n| n.max(1))
 }
 
 /// Split `indices` into batch calls: at most `MAX_BATCH` entries and `MAX_BATCH_BYTES` of body

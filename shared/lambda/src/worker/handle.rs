@@ -7,12 +7,12 @@
 use harel_idempotency::{Client as IdempotencyClient, RunError};
 use harel_model::schema::check_event;
 use harel_model::{Event, Execution, Status};
+use harel_queue::inbound::{parse, CreateRequest, Inbound};
+use harel_queue::Transport;
 use harel_runtime::admission::{create_context, gate, Gate, Skip};
 use harel_runtime::delivery::queue::{broadcast, deliver_stepped};
 use harel_runtime::delivery::{route, Route};
 use harel_runtime::{DeliverError, RuntimeError, Stepped};
-use harel_sqs::inbound::{parse, CreateRequest, Inbound};
-use harel_sqs::Transport;
 use harel_store::{ExecutionStore, StoreError};
 use serde_json::Value;
 
@@ -94,7 +94,7 @@ where
         observer: &Observer,
     ) -> Result<Handled, RecordError> {
         let execution_id = request.execution_id.clone();
-        observe_event(observer, &request.definition_id, harel_sqs::CREATE_KIND);
+        observe_event(observer, &request.definition_id, harel_queue::CREATE_KIND);
         let Some(defn) = self.driver.definition(&request.definition_id).cloned() else {
             return self
                 .dead_letter(

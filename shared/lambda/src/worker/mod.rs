@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use harel_idempotency::{Client as IdempotencyClient, Idempotency};
+use harel_queue::Transport;
 use harel_runtime::Driver;
-use harel_sqs::Transport;
 use harel_store::ExecutionStore;
 use tokio::sync::Semaphore;
 use tracing::field::Empty;

@@ -2,9 +2,9 @@
 
 use std::sync::Mutex;
 
+use harel_queue::TransportError;
 use harel_runtime::admission::Skip;
 use harel_runtime::{DeliverError, RuntimeError};
-use harel_sqs::TransportError;
 use harel_store::StoreError;
 use serde::{Deserialize, Serialize};
 

@@ -37,7 +37,7 @@ impl Record {
             receipt_handle: message.receipt_handle.clone().unwrap_or_default(),
             group_id: message.attributes.get("MessageGroupId").cloned(),
             body: message.body.clone().unwrap_or_default(),
-            receive_count: harel_sqs::sqs::receive_count(
+            receive_count: harel_queue::message::receive_count(
                 message
                     .attributes
                     .get("ApproximateReceiveCount")
@@ -48,7 +48,7 @@ impl Record {
 
     /// A message as `SqsTransport::receive` (or the in-memory twin) hands it over: the
     /// record the event source would make of it.
-    pub fn from_received(message: &harel_sqs::Received) -> Self {
+    pub fn from_received(message: &harel_queue::Received) -> Self {
         Record {
             message_id: message.message_id.clone(),
             receipt_handle: message.receipt_handle.clone(),
@@ -64,8 +64,8 @@ impl Record {
     }
 }
 
-impl From<&harel_sqs::Received> for Record {
-    fn from(message: &harel_sqs::Received) -> Self {
+impl From<&harel_queue::Received> for Record {
+    fn from(message: &harel_queue::Received) -> Self {
         Record::from_received(message)
     }
 }

@@ -11,7 +11,7 @@ use harel_lambda::{BatchOutcome, Config, Record, Role, Worker};
 use harel_model::Definition;
 use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, ManualClock};
-use harel_sqs::{MemoryTransport, Received};
+use harel_queue::{MemoryTransport, Received};
 
 pub mod shared;
 pub use shared::Shared;
@@ -113,10 +113,10 @@ pub fn record(m: &Received) -> Record {
 impl Harness {
     /// Send a raw message as a client would.
     pub async fn send(&self, group: &str, body: String) {
-        use harel_sqs::Transport;
+        use harel_queue::Transport;
         let dedupe = uuid::Uuid::new_v4().to_string();
         self.transport
-            .publish(harel_sqs::Outgoing::raw(group, dedupe, body).expect("valid group"))
+            .publish(harel_queue::Outgoing::raw(group, dedupe, body).expect("valid group"))
             .await
             .expect("sent");
     }

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use harel_model::{Event, Execution, SmolStr};
-use harel_sqs::{DedupeKey, Outgoing, Transport, TransportError};
+use harel_queue::{DedupeKey, Outgoing, Transport, TransportError};
 use harel_store::{Commit, ExecutionStore, OutboxEntry, SpawnEntry, StoreError};
 
 use super::{create_child, restart_ttl, Delivered};
@@ -271,7 +271,7 @@ pub async fn relay<S: ExecutionStore, T: Transport>(
             let mut chunk = Vec::new();
             let mut taken = 0;
             for entry in rest {
-                if chunk.len() == harel_sqs::sqs::MAX_BATCH {
+                if chunk.len() == harel_queue::transport::MAX_BATCH {
                     break;
                 }
                 taken += 1;

@@ -6,6 +6,11 @@ use std::time::Duration;
 use crate::error::TransportError;
 use crate::message::Outgoing;
 
+/// SQS's cap on entries per `SendMessageBatch` (a sender batches by it).
+pub const MAX_BATCH: usize = 10;
+/// The payload cap of one batch call, kept at the long-standing 256 KiB so every endpoint
+/// (older regions, emulators) accepts it.
+pub const MAX_BATCH_BYTES: usize = 256 * 1024;
 /// The message attribute that carries why a message was dead-lettered.
 pub const REASON_ATTRIBUTE: &str = "harel-dead-letter-reason";
 /// The message attribute that carries the dead-lettered message's original SQS message id.

@@ -91,3 +91,8 @@ impl Received {
             .map(|(_, v)| v.as_str())
     }
 }
+
+/// SQS's `ApproximateReceiveCount` attribute; 1 (this delivery) when absent or unreadable.
+pub fn receive_count(attribute: &str) -> u32 {
+    attribute.trim().parse::<u32>().map_or(1, |n| n.max(1))
+}

@@ -42,10 +42,11 @@ impl TransportError {
         }
     }
 
-    /// A failed SDK call: its full account as the message, the error kept as the source.
+    /// A failed SDK call: its full account (the error and each source under it, as the
+    /// SDK's `DisplayErrorContext` gives it) as the message, the error kept as the source.
     pub fn sdk<E: std::error::Error + Send + Sync + 'static>(error: E) -> Self {
         TransportError::Request {
-            message: aws_sdk_sqs::error::DisplayErrorContext(&error).to_string(),
+            message: chain(&error),
             source: Some(Box::new(error)),
         }
     }
@@ -57,6 +58,21 @@ impl TransportError {
             _ => &[],
         }
     }
+}
+
+/// `error: its source: ...`, a source whose text its parent already says left out.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut said = error.to_string();
+    let mut next = error.source();
+    while let Some(source) = next {
+        let text = source.to_string();
+        if !said.contains(&text) {
+            said.push_str(": ");
+            said.push_str(&text);
+        }
+        next = source.source();
+    }
+    said
 }
 
 fn describe(failed: &[EntryFailure]) -> String {

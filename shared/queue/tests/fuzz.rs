@@ -7,8 +7,8 @@
 use harel_fuzzing::strategies::{mutated, random_bytes, token_soup, Bytes};
 use harel_fuzzing::{check, within, CASE_DEADLINE};
 use harel_model::{Event, Object};
-use harel_sqs::create_body;
-use harel_sqs::inbound::{parse, Inbound};
+use harel_queue::create_body;
+use harel_queue::inbound::{parse, Inbound};
 use serde_json::json;
 
 const TOKENS: &[&str] = &[
