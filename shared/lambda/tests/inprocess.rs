@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use common::*;
 use harel_lambda::{relay, sweep_once, Handled, RecordError, SweepPlan};
 use harel_model::{Event, Object, Status};
-use harel_runtime::admission::Skip;
-use harel_runtime::Clock;
 use harel_queue::create_body;
 use harel_queue::{Transport, REASON_ATTRIBUTE};
+use harel_runtime::admission::Skip;
+use harel_runtime::Clock;
 use harel_store::ExecutionStore;
 
 fn far() -> Instant {

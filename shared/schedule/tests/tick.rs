@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use harel_model::{Execution, Status};
-use harel_schedule::{parse, tick, Mark, MarkError, Marks, MemoryMarks, Schedules, TickReport};
 use harel_queue::{Inbound, MemoryTransport};
+use harel_schedule::{parse, tick, Mark, MarkError, Marks, MemoryMarks, Schedules, TickReport};
 use harel_store::{ExecutionStore, MemoryStore};
 
 fn at(rfc3339: &str) -> f64 {

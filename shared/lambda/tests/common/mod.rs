@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use harel_lambda::{BatchOutcome, Config, Record, Role, Worker};
 use harel_model::Definition;
+use harel_queue::{MemoryTransport, Received};
 use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, ManualClock};
-use harel_queue::{MemoryTransport, Received};
 
 pub mod shared;
 pub use shared::Shared;
