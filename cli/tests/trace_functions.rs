@@ -16,7 +16,7 @@ use harel_dynamodb::DynamoDbStore;
 use harel_lambda::Role;
 use harel_model::{Object, Status};
 use harel_sqs::SqsTransport;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{config_from, pump, MotoStack};
 use serde_json::{json, Value};
 

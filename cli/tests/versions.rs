@@ -11,7 +11,7 @@ use harel_model::{Event, Execution, Object};
 use harel_runtime::versions::version_of_definition;
 use harel_runtime::{ActionRegistry, Driver};
 use harel_sqs::{create_body, SqsTransport};
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{pump, send, MotoStack, MotoWorker};
 use std::sync::Arc;
 

@@ -19,7 +19,8 @@ use harel_runtime::admission::{gate, Gate};
 use harel_runtime::{ActionRegistry, Driver, DurableRunner, RuntimeError};
 use harel_sqs::inbound::{parse, Inbound};
 use harel_sqs::{MemoryTransport, Received};
-use harel_store::{ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::MemoryStore;
 use std::io::Write;
 
 use super::machines::MachineArgs;

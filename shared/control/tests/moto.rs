@@ -15,7 +15,7 @@ use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
 use harel_sqs::create_body;
 use harel_sqs::SqsTransport;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{endpoint, pump_once, relay, send, MotoStack, MotoWorker};
 use serde_json::json;
 

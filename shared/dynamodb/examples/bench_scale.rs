@@ -25,7 +25,8 @@ use harel_dynamodb::DynamoDbStore;
 use harel_lambda::{sweep, SweepPlan};
 use harel_model::Execution;
 use harel_sqs::MemoryTransport;
-use harel_store::{Commit, ExecutionStore, TimerOp};
+use harel_store::prelude::*;
+use harel_store::{Commit, TimerOp};
 
 /// Requests by operation and the items their answers read, since the last `take`.
 #[derive(Clone, Debug, Default)]

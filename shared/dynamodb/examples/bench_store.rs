@@ -20,7 +20,8 @@ use aws_smithy_types::body::SdkBody;
 use aws_smithy_types::byte_stream::ByteStream;
 use harel_dynamodb::DynamoDbStore;
 use harel_model::{Event, Execution, Object, Status};
-use harel_store::{Commit, ExecutionStore, Spawn, TimerOp};
+use harel_store::prelude::*;
+use harel_store::{Commit, Spawn, TimerOp};
 use serde_json::{json, Value};
 
 #[derive(Clone, Debug)]

@@ -26,9 +26,10 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use futures_util::future::join_all;
 use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr};
+use harel_store::prelude::*;
 use harel_store::{
-    BusEvent, Commit, DefinitionDoc, DueTimer, EventsConfig, ExecutionStore, ListQuery,
-    OutboxEntry, SpawnEntry, StoreError, StoreResult, DEFAULT_TRACE_MAX,
+    BusEvent, Commit, DefinitionDoc, DueTimer, EventsConfig, ListQuery, OutboxEntry, SpawnEntry,
+    StoreError, StoreResult, DEFAULT_TRACE_MAX,
 };
 
 use codec::{get_f64, get_opt_s, get_s, get_u64, n_int, py_decimal_str, s, Item};
@@ -701,7 +702,7 @@ impl DynamoDbStore {
     }
 }
 
-impl ExecutionStore for DynamoDbStore {
+impl Executions for DynamoDbStore {
     async fn load(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
         // strongly consistent: a stale copy would only buy a needless CAS conflict
         let resp = self
@@ -792,15 +793,6 @@ impl ExecutionStore for DynamoDbStore {
         self.commit_with(exe, commit, None).await
     }
 
-    async fn commit_keeping(
-        &self,
-        exe: &mut Execution,
-        commit: Commit,
-        doc: &DefinitionDoc,
-    ) -> StoreResult<Vec<u64>> {
-        self.commit_with(exe, commit, Some(doc)).await
-    }
-
     /// Eventually consistent whatever `consistent_reads` says (half the read units, as
     /// harel reads it): a mark, once written, stays as long as its execution, so "there" is
     /// exact, and a stale "not there" only lets the step run to its commit, whose mark
@@ -822,7 +814,76 @@ impl ExecutionStore for DynamoDbStore {
     async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
         self.list(query).await
     }
+}
 
+impl Definitions for DynamoDbStore {
+    async fn commit_keeping(
+        &self,
+        exe: &mut Execution,
+        commit: Commit,
+        doc: &DefinitionDoc,
+    ) -> StoreResult<Vec<u64>> {
+        self.commit_with(exe, commit, Some(doc)).await
+    }
+
+    async fn put_definition(&self, doc: &DefinitionDoc) -> StoreResult<bool> {
+        let table = self.tables.definitions();
+        let created_at = codec::n_float(doc.created_at)
+            .map_err(|e| StoreError::other(format!("{table}: created_at: {e}")))?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&table)
+            .item("version", s(&doc.version))
+            .item("machine", s(&doc.machine))
+            .item("created_at", created_at)
+            .item("document", s(doc.document.to_string()))
+            .condition_expression("attribute_not_exists(#v)")
+            .expression_attribute_names("#v", "version")
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            // a version is its content: whoever kept it first kept the same thing
+            Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(e) => Err(errors::classify("PutItem", &table, e)),
+        }
+    }
+
+    async fn get_definition(&self, version: &str) -> StoreResult<Option<DefinitionDoc>> {
+        let table = self.tables.definitions();
+        // strongly consistent: the put may have been another process's a moment ago
+        let resp = self
+            .client
+            .get_item()
+            .table_name(&table)
+            .key("version", s(version))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", &table, e))?;
+        resp.item()
+            .map(|item| definition_of(&table, item))
+            .transpose()
+    }
+
+    async fn list_definitions(&self) -> StoreResult<Vec<DefinitionDoc>> {
+        let table = self.tables.definitions();
+        let items = self
+            .scan_all(&table, |req| req.consistent_read(true))
+            .await?;
+        let mut docs = items
+            .iter()
+            .map(|item| definition_of(&table, item))
+            .collect::<StoreResult<Vec<_>>>()?;
+        docs.sort_by(|a, b| a.created_at.total_cmp(&b.created_at));
+        Ok(docs)
+    }
+}
+
+impl Outbox for DynamoDbStore {
     async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {
         let table = self.tables.outbox();
         let rows = self.scan_all(&table, |r| r).await?;
@@ -937,7 +998,9 @@ impl ExecutionStore for DynamoDbStore {
             .map_err(|e| errors::classify("DeleteItem", &self.tables.spawns(), e))?;
         Ok(())
     }
+}
 
+impl Timers for DynamoDbStore {
     async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
         let now = py_decimal_str(now).map_err(|e| StoreError::other(format!("due_timers: {e}")))?;
         let table = self.tables.timers();
@@ -1035,63 +1098,9 @@ impl ExecutionStore for DynamoDbStore {
             Err(e) => Err(errors::classify("DeleteItem", &self.tables.timers(), e)),
         }
     }
+}
 
-    async fn put_definition(&self, doc: &DefinitionDoc) -> StoreResult<bool> {
-        let table = self.tables.definitions();
-        let created_at = codec::n_float(doc.created_at)
-            .map_err(|e| StoreError::other(format!("{table}: created_at: {e}")))?;
-        let result = self
-            .client
-            .put_item()
-            .table_name(&table)
-            .item("version", s(&doc.version))
-            .item("machine", s(&doc.machine))
-            .item("created_at", created_at)
-            .item("document", s(doc.document.to_string()))
-            .condition_expression("attribute_not_exists(#v)")
-            .expression_attribute_names("#v", "version")
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            // a version is its content: whoever kept it first kept the same thing
-            Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(e) => Err(errors::classify("PutItem", &table, e)),
-        }
-    }
-
-    async fn get_definition(&self, version: &str) -> StoreResult<Option<DefinitionDoc>> {
-        let table = self.tables.definitions();
-        // strongly consistent: the put may have been another process's a moment ago
-        let resp = self
-            .client
-            .get_item()
-            .table_name(&table)
-            .key("version", s(version))
-            .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(|e| errors::classify("GetItem", &table, e))?;
-        resp.item()
-            .map(|item| definition_of(&table, item))
-            .transpose()
-    }
-
-    async fn list_definitions(&self) -> StoreResult<Vec<DefinitionDoc>> {
-        let table = self.tables.definitions();
-        let items = self
-            .scan_all(&table, |req| req.consistent_read(true))
-            .await?;
-        let mut docs = items
-            .iter()
-            .map(|item| definition_of(&table, item))
-            .collect::<StoreResult<Vec<_>>>()?;
-        docs.sort_by(|a, b| a.created_at.total_cmp(&b.created_at));
-        Ok(docs)
-    }
-
+impl Traces for DynamoDbStore {
     async fn read_trace(&self, execution_id: &str) -> StoreResult<Vec<Object>> {
         // all pages (harel reads one Query page, which would cut a ring past 1 MB short)
         let table = self.tables.trace();
@@ -1119,7 +1128,9 @@ impl ExecutionStore for DynamoDbStore {
         self.forget_trace(execution_id);
         self.put_trace(execution_id, idx, &entry).await
     }
+}
 
+impl Purge for DynamoDbStore {
     async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
         self.ids_with_prefix_scan(prefix).await
     }
