@@ -1,6 +1,7 @@
 //! The book (`docs/src/`) and the README, checked: every ```` ```stm ```` block parses, and
-//! each of its machines loads and passes harel's static rules; every relative link points to
-//! a file that exists (and, into a Markdown file, to one of its headings).
+//! each of its machines loads and passes harel's static rules; every relative link of the
+//! repository's Markdown files points to a file that exists (and, into a Markdown file, to
+//! one of its headings).
 //!
 //! A block that is a fragment, or shows a broken machine on purpose, is marked
 //! ```` ```stm,ignore ```` (or written as ```` ```text ````): it is not loaded. The book's
@@ -16,29 +17,42 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// README.md and every Markdown file under docs/src/, as paths relative to the root.
-fn pages() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The Markdown files under `dir` (relative to the root), sorted; hidden folders, build
+/// output (`target`, the built book) and installed tools left out.
+fn markdown_under(dir: &Path) -> Vec<PathBuf> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .map(|e| e.expect("a directory entry").path())
             .collect();
         entries.sort();
         for path in entries {
+            let relative = path.strip_prefix(root).expect("under the root");
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|x| x == "md") {
-                out.push(path);
+                let skipped = name.starts_with('.')
+                    || name == "target"
+                    || name == "node_modules"
+                    || relative == Path::new("docs/book");
+                if !skipped {
+                    walk(root, &path, out);
+                }
+            } else if name.ends_with(".md") {
+                out.push(relative.to_path_buf());
             }
         }
     }
     let root = root();
-    let mut pages = vec![root.join("README.md")];
-    walk(&root.join("docs/src"), &mut pages);
+    let mut out = Vec::new();
+    walk(&root, &root.join(dir), &mut out);
+    out
+}
+
+/// The pages whose ```` ```stm ```` blocks are checked: README.md and the book's chapters.
+fn pages() -> Vec<PathBuf> {
+    let mut pages = vec![PathBuf::from("README.md")];
+    pages.extend(markdown_under(Path::new("docs/src")));
     pages
-        .into_iter()
-        .map(|p| p.strip_prefix(&root).expect("under the root").to_path_buf())
-        .collect()
 }
 
 fn read(page: &Path) -> String {
@@ -312,14 +326,22 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Every relative link of the README and of the book: the file exists, inside the
-/// repository, and an anchor into a Markdown file names one of its headings.
+/// Every relative link of the README, the book and every other Markdown file of the
+/// repository (the crates' READMEs...): the file exists, inside the repository, and an
+/// anchor into a Markdown file names one of its headings.
 #[test]
-fn every_relative_link_of_the_book_and_the_readme_resolves() {
+fn every_relative_link_of_the_markdown_files_resolves() {
     let root = root();
     let mut failures = Vec::new();
     let mut checked = 0;
-    for page in pages() {
+    let files = markdown_under(Path::new(""));
+    for must in ["README.md", "docs/src/SUMMARY.md", "shared/lang/README.md"] {
+        assert!(
+            files.iter().any(|f| f == Path::new(must)),
+            "{must} not walked"
+        );
+    }
+    for page in files {
         let text = read(&page);
         let (_, prose) = split(&text);
         for (line, content) in prose {
