@@ -412,3 +412,28 @@ fn slugs_are_the_forges() {
         Path::new("README.md")
     );
 }
+
+/// Every page of `docs/src/` is a chapter: `SUMMARY.md` links it (mdBook would leave it out of
+/// the built book without a word).
+#[test]
+fn every_page_of_the_book_is_in_its_summary() {
+    let summary = read(Path::new("docs/src/SUMMARY.md"));
+    let linked: BTreeSet<String> = summary.lines().flat_map(link_targets).collect();
+    let mut pages = 0;
+    for page in markdown_under(Path::new("docs/src")) {
+        let name = page
+            .strip_prefix("docs/src")
+            .expect("under docs/src")
+            .to_string_lossy()
+            .into_owned();
+        if name == "SUMMARY.md" {
+            continue;
+        }
+        pages += 1;
+        assert!(
+            linked.contains(&name),
+            "docs/src/{name} is not in docs/src/SUMMARY.md"
+        );
+    }
+    assert!(pages >= 20, "{pages} pages");
+}
