@@ -573,6 +573,14 @@ async fn nulls_and_arrays_are_not_objects() {
         api.refused(Method::POST, &uri, body, bad, "invalid_body")
             .await;
     }
+    // found by schemathesis: whitespace alone is no JSON (only no bytes at all is no body)
+    for (uri, body) in [
+        (format!("/executions/{id}/suspend"), "\n"),
+        (format!("/executions/{id}/cancel"), " "),
+    ] {
+        api.refused(Method::POST, &uri, body, bad, "malformed_json")
+            .await;
+    }
     // found by schemathesis: a key with a space is not one of the keys the spec allows
     let key = [("idempotency-key", "two words")];
     let (status, _) = api
