@@ -62,12 +62,12 @@ fn a_directory_given_to_machines_loads_all_its_machines() {
     write(
         &dir.join("lib"),
         "deep.stm",
-        "machine Deep { initial A  state A {} }\n",
+        "machine Deep { initial A  final A done }\n",
     );
     let extra = write(
         &dir,
         "extra.stm",
-        "machine Extra { initial A  state A {} }\n",
+        "machine Extra { initial A  final A done }\n",
     );
     let out = harel(
         &[
@@ -96,7 +96,7 @@ fn harel_machines_is_read_when_no_machines_option_is_given() {
     let extra = write(
         &dir,
         "extra.stm",
-        "machine Extra { initial A  state A {} }\n",
+        "machine Extra { initial A  final A done }\n",
     );
     let list = std::env::join_paths([Path::new(APP_MACHINES), &extra]).expect("a path list");
     let out = harel(&["create", "Nope"], Some(&list));
@@ -132,7 +132,7 @@ fn a_broken_machine_file_says_where_and_a_missing_path_is_a_usage_error() {
     write(
         &dir,
         "a_good.stm",
-        "machine Good { initial A  state A {} }\n",
+        "machine Good { initial A  final A done }\n",
     );
     let bad = write(
         &dir,

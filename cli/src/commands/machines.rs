@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use harel_model::Definition;
 
 /// Where the machines come from when no `--machines` is given: a path list, as PATH is.
@@ -67,31 +66,14 @@ impl MachineArgs {
 
 /// `path` itself, or the `.stm` files of the directory `path`, by name.
 fn stm_files(path: &Path, origin: &str) -> anyhow::Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| super::exit::usage(format_args!("{origin} {}: {e}", path.display())))?;
-    if !meta.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    harel_lang::stm_files(path).map_err(|e| {
-        super::exit::usage(format_args!(
-            "{origin} {}: cannot read the directory: {e}",
-            path.display()
-        ))
-    })
+    harel_lang::machines::machine_files(path)
+        .map_err(|e| super::exit::usage(format_args!("{origin} {e}")))
 }
 
-/// Every machine of `file`; a file that does not parse says where (`file:line:col` and a
-/// caret, harel_lang's own message).
+/// Every machine of `file`, loaded and validated as the functions load them; a file that does
+/// not parse says where (`file:line:col` and a caret, harel_lang's own message).
 fn load_file(file: &Path) -> anyhow::Result<Vec<Definition>> {
-    let program = harel_lang::parse_file(file)?;
-    program
-        .machines
-        .keys()
-        .map(|name| {
-            harel_lang::load_file(file, Some(name))
-                .with_context(|| format!("machine {name} of {}", file.display()))
-        })
-        .collect()
+    Ok(harel_lang::machines::load_machines_of_file(file)?)
 }
 
 impl Machines {
@@ -161,7 +143,7 @@ mod tests {
     }
 
     fn machine(name: &str, first: &str) -> String {
-        format!("machine {name} {{\n  initial {first}\n  state {first} {{}}\n}}\n")
+        format!("machine {name} {{\n  initial {first}\n  final {first} done\n}}\n")
     }
 
     fn args(paths: &[&Path]) -> MachineArgs {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use harel_control::{migrate, plan_member, MigrationReport, PathMap};
 use harel_model::{Definition, Execution, Status};
 use harel_runtime::versions::{bundle_document, rebuild, version_of, Bundle};
@@ -23,31 +23,10 @@ use super::clock::now;
 use super::stack::{Stack, StackArgs};
 
 /// Every machine of a `.stm` file, or of every `.stm` file of a directory (not its
-/// subdirectories, which hold what the files import), as the functions load them.
+/// subdirectories, which hold what the files import), loaded and validated as the functions
+/// load them at cold start (`harel_lang::machines`): what the worker would refuse, this refuses.
 pub fn load_machines(path: &Path) -> anyhow::Result<Vec<Definition>> {
-    let files = if path.is_dir() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-            .with_context(|| format!("reading the directory {}", path.display()))?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "stm"))
-            .collect();
-        files.sort();
-        files
-    } else {
-        vec![path.to_path_buf()]
-    };
-    let mut out = Vec::new();
-    for file in files {
-        let program = harel_lang::parse_file(&file)?;
-        for name in program.machines.keys() {
-            out.push(
-                harel_lang::load_file(&file, Some(name))
-                    .with_context(|| format!("machine {name} of {}", file.display()))?,
-            );
-        }
-    }
-    Ok(out)
+    Ok(harel_lang::load_machines(path)?)
 }
 
 /// Live statuses: what a migration or a deploy can still affect.

@@ -21,21 +21,16 @@ pub struct MachineError {
     pub message: String,
 }
 
-/// Load every machine of every source.
+/// Load every machine of every source, validated (`harel_lang::machines`, as every host).
 pub fn definitions() -> Result<Vec<Definition>, MachineError> {
     let mut out = Vec::new();
     for (file, text) in SOURCES {
-        let program = harel_lang::parse(text, file).map_err(|e| MachineError {
-            file: file.to_string(),
-            message: e.to_string(),
-        })?;
-        for name in program.machines.keys() {
-            let defn = harel_lang::load_str(text, Some(name), file).map_err(|e| MachineError {
+        out.extend(
+            harel_lang::machines::load_machines_of_text(text, file).map_err(|e| MachineError {
                 file: file.to_string(),
                 message: e.to_string(),
-            })?;
-            out.push(defn);
-        }
+            })?,
+        );
     }
     Ok(out)
 }
@@ -45,43 +40,48 @@ pub fn definitions() -> Result<Vec<Definition>, MachineError> {
 /// worker does (`load_definitions`): a file that does not parse is reported
 /// `file:line:col: message`, a machine that breaks harel's static rules with its issues.
 pub fn dir_definitions(dir: &Path) -> Result<Vec<Definition>, MachineError> {
-    let shown = dir.display().to_string();
-    let files = harel_lang::stm_files(dir).map_err(|e| MachineError {
-        file: shown.clone(),
-        message: format!("cannot read the directory: {e}"),
-    })?;
-    let mut out = Vec::new();
-    for path in files {
-        let file = path.display().to_string();
-        let err = |message: String| MachineError {
-            file: file.clone(),
-            message,
-        };
-        let program = harel_lang::parse_file(&path).map_err(|e| err(e.to_string()))?;
-        for name in program.machines.keys() {
-            let defn = harel_lang::load_file(&path, Some(name)).map_err(|e| err(e.to_string()))?;
-            harel_lang::validate_or_raise(&defn)
-                .map_err(|e| err(format!("machine {name} is invalid: {e}")))?;
-            out.push(defn);
-        }
+    if !dir.is_dir() {
+        return Err(MachineError {
+            file: dir.display().to_string(),
+            message: "cannot read the directory: not a directory".into(),
+        });
     }
-    Ok(out)
+    harel_lang::load_machines(dir).map_err(|e| MachineError {
+        file: dir.display().to_string(),
+        message: e.to_string(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    /// The example application is documented from examples/ (`harel run`, harel Python's
-    /// validate and steps): the functions must run that very file.
+    /// The sample application's machines have one home, examples/ (documented from there:
+    /// `harel run`, harel Python's validate and steps); functions/app/machines links to them.
     #[test]
-    fn the_shop_order_is_the_example_file() {
-        let example = include_str!("../../../examples/shop_order.stm");
-        let (_, compiled) = super::SOURCES
-            .iter()
-            .find(|(name, _)| *name == "shop_order.stm")
-            .expect("compiled in");
-        assert_eq!(
-            *compiled, example,
-            "functions/app/machines/shop_order.stm differs from examples/shop_order.stm: copy it"
-        );
+    fn the_sample_machines_are_the_example_files() {
+        let examples = [
+            ("order.stm", include_str!("../../../examples/order.stm")),
+            (
+                "shop_order.stm",
+                include_str!("../../../examples/shop_order.stm"),
+            ),
+            (
+                "approval.stm",
+                include_str!("../../../examples/approval.stm"),
+            ),
+            (
+                "fulfilment.stm",
+                include_str!("../../../examples/fulfilment.stm"),
+            ),
+        ];
+        for (file, example) in examples {
+            let (_, compiled) = super::SOURCES
+                .iter()
+                .find(|(name, _)| *name == file)
+                .expect("compiled in");
+            assert_eq!(
+                *compiled, example,
+                "functions/app/machines/{file} differs from examples/{file}: link it there"
+            );
+        }
     }
 }

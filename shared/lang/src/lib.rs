@@ -21,6 +21,7 @@ pub mod fmt;
 pub mod ide;
 mod imports;
 pub mod loader;
+pub mod machines;
 mod nesting;
 pub mod parser;
 mod position;
@@ -34,5 +35,6 @@ pub use loader::{
     load_file, load_file_with, load_str, load_str_with, load_text_with, parse_file, stm_files,
     LoadOptions, Loaded,
 };
+pub use machines::{load_machines, MachinesError};
 pub use parser::{parse, DeclKind, Program};
 pub use validate::{validate, validate_or_raise, Issue, Severity, ValidationError};
