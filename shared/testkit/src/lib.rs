@@ -5,14 +5,14 @@
 //! Panics are the point here: this crate is only ever a dev-dependency, and a harness that
 //! cannot set up must fail the test with the reason.
 
-pub mod actions;
 pub mod client;
 pub mod config;
 pub mod moto;
 pub mod source;
 
-pub use actions::ActionServer;
 pub use client::{relay, send};
 pub use config::config_from;
-pub use moto::{endpoint, sdk_config, unique_prefix, MotoStack, MotoWorker};
+pub use harel_testwire::{actions, recorder, ActionServer, Recorder};
+pub use harel_testwire::{endpoint, sdk_config, unique_prefix};
+pub use moto::{MotoStack, MotoWorker};
 pub use source::{memory_pump, pump, pump_once, records, Outcome};

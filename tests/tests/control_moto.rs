@@ -1,5 +1,5 @@
 //! The control plane against the serverless runtime on the moto server
-//! (`scripts/with-moto.sh cargo test -p harel-control --test moto`): the commands write the
+//! (`scripts/with-moto.sh cargo test -p harel-tests --test control_moto`): the commands write the
 //! DynamoDB tables, the worker takes its messages from SQS FIFO, the relay publishes the
 //! cooperative `Cancel`.
 
@@ -19,7 +19,7 @@ use harel_store::ExecutionStore;
 use harel_testkit::{endpoint, pump_once, relay, send, MotoStack, MotoWorker};
 use serde_json::json;
 
-const MACHINES: &str = include_str!("machines/control.stm");
+const MACHINES: &str = include_str!("../../shared/control/tests/machines/control.stm");
 
 fn definitions() -> HashMap<String, Definition> {
     ["Job", "Plain", "Split"]
@@ -383,7 +383,7 @@ fn harel_python(
     let python = std::env::var("HAREL_PYTHON").expect(
         "HAREL_PYTHON is not set: run under scripts/with-moto.sh (it points it at the venv with harel 0.9.0)",
     );
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/harel_control.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/py/harel_control.py");
     let out = std::process::Command::new(python)
         .args([script, &endpoint(), &stack.prefix, command, id])
         .args(machine)
