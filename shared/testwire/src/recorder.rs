@@ -25,6 +25,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use aws_smithy_runtime_api::client::http::{
@@ -169,8 +171,13 @@ impl Canned {
     }
 }
 
+/// The answer of a request that was sent (or the connection's failure), as it comes back.
+pub type Answer = Result<HttpResponse, ConnectorError>;
+
+/// What a [`Verdict::SendThen`] does with the answer before the client sees it.
+pub type Then = Box<dyn FnOnce(Answer) -> Pin<Box<dyn Future<Output = Answer> + Send>> + Send>;
+
 /// A request's fate, decided before it is sent.
-#[derive(Clone, Debug)]
 pub enum Verdict {
     /// Sent; the service's answer comes back.
     Send,
@@ -182,6 +189,22 @@ pub enum Verdict {
     SendThenAnswer(Canned),
     /// Sent, the service acts, and its answer is lost: the client sees a timeout.
     SendThenTimeout(String),
+    /// Sent; what comes back is what `then` makes of the answer (a fault that needs the
+    /// answer: drop it after a crash, rewrite its body).
+    SendThen(Then),
+}
+
+impl fmt::Debug for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Send => f.write_str("Send"),
+            Verdict::Answer(c) => f.debug_tuple("Answer").field(c).finish(),
+            Verdict::Fail(m) => f.debug_tuple("Fail").field(m).finish(),
+            Verdict::SendThenAnswer(c) => f.debug_tuple("SendThenAnswer").field(c).finish(),
+            Verdict::SendThenTimeout(m) => f.debug_tuple("SendThenTimeout").field(m).finish(),
+            Verdict::SendThen(_) => f.write_str("SendThen(..)"),
+        }
+    }
 }
 
 /// Fault injection: decides each request's fate, hears each answer that arrived.
@@ -190,6 +213,17 @@ pub trait Fault: Send + Sync + fmt::Debug + 'static {
 
     /// The service answered `request` with `status` (not called for canned answers).
     fn after(&self, _request: &Request<'_>, _status: u16) {}
+
+    /// How a request that is sent goes out on `inner` (by default, as is; a fault may, say,
+    /// send one request at a time).
+    fn send(
+        &self,
+        _request: &Request<'_>,
+        inner: &SharedHttpConnector,
+        http: HttpRequest,
+    ) -> HttpConnectorFuture {
+        inner.call(http)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -230,8 +264,13 @@ impl Recorder {
     }
 
     /// Let `fault` decide each request's fate.
-    pub fn with_fault(mut self, fault: impl Fault) -> Self {
-        self.fault = Some(Arc::new(fault));
+    pub fn with_fault(self, fault: impl Fault) -> Self {
+        self.with_shared_fault(Arc::new(fault))
+    }
+
+    /// The same with a fault shared with its owner.
+    pub fn with_shared_fault(mut self, fault: Arc<dyn Fault>) -> Self {
+        self.fault = Some(fault);
         self
     }
 
@@ -420,7 +459,10 @@ impl HttpConnector for RecordingConnector {
             ..Call::default()
         };
         let index = recorder.push(call);
-        let send = |request| self.inner.call(request);
+        let send = |http| match &self.recorder.fault {
+            Some(fault) => fault.send(&seen, &self.inner, http),
+            None => self.inner.call(http),
+        };
         match verdict {
             Verdict::Answer(canned) => {
                 recorder.answered(index, canned.status, None);
@@ -458,6 +500,26 @@ impl HttpConnector for RecordingConnector {
                         );
                     }
                     Err(ConnectorError::timeout(message.into()))
+                })
+            }
+            Verdict::SendThen(then) => {
+                let sent = send(request);
+                HttpConnectorFuture::new(async move {
+                    let answer = sent.await;
+                    if let Ok(response) = &answer {
+                        after(
+                            &recorder,
+                            &service,
+                            &operation,
+                            &body,
+                            response.status().as_u16(),
+                        );
+                    }
+                    let answer = then(answer).await;
+                    if let Ok(response) = &answer {
+                        recorder.answered(index, response.status().as_u16(), None);
+                    }
+                    answer
                 })
             }
             Verdict::Send => {
