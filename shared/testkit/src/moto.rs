@@ -9,7 +9,7 @@ use harel_lambda::{Config, Role, Worker};
 use harel_runtime::Driver;
 use harel_sqs::SqsTransport;
 
-use harel_testwire::{sdk_config, unique_prefix};
+pub use harel_testwire::{endpoint, sdk_config, unique_prefix};
 
 use crate::config::config_from;
 
