@@ -2,7 +2,7 @@
 # What a page of `harel console` costs: requests to AWS (counted on the wire, by operation)
 # and bytes served, for the first page, an execution page and the others, on a moto stack of
 # N executions (default 20 and 400; give others as arguments). Prints a Markdown table
-# (docs/console.md has one). The measuring is cli/examples/bench_console.rs.
+# (docs/src/console.md has one). The measuring is cli/examples/bench_console.rs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

@@ -14,7 +14,7 @@ And one fix to its DynamoDB TransactWriteItems, for time: moto backs up every ta
 transaction touches, whole (`copy.deepcopy` of the Table), to restore it if the transaction
 is cancelled, so each commit costs a copy of everything stored in the tables it writes (the
 processed marks grow by one per event) and a long run slows down quadratically: the soak
-(scripts/soak.sh, docs/soak.md) went from 6 to 4 events a second within 1,000 events. The
+(scripts/soak.sh, docs/src/soak.md) went from 6 to 4 events a second within 1,000 events. The
 fix backs up the items the transaction names instead (the only ones it can change) and puts
 them back when it is cancelled: the same outcome, at the cost of the transaction's own items.
 `python scripts/moto-server.py --check` also checks that a cancelled transaction leaves its

@@ -2,7 +2,7 @@
 # The soak: one warm worker process (the `worker` Lambda binary, release profile as deployed)
 # driven through EVENTS events on moto by a Lambda Runtime API emulator, its resident memory
 # and CPU per event printed every SOAK_INTERVAL events; fails (exit 1) when the memory grows
-# past the warm-up by more than SOAK_TOLERANCE_MB or reaches SOAK_LIMIT_MB. docs/soak.md.
+# past the warm-up by more than SOAK_TOLERANCE_MB or reaches SOAK_LIMIT_MB. docs/src/soak.md.
 #   scripts/soak.sh [EVENTS]                         default 100000
 # Settings (environment): SOAK_INTERVAL (10000), SOAK_WARMUP (one interval), SOAK_EXECUTIONS
 # (100), SOAK_TOLERANCE_MB (2), SOAK_LIMIT_MB (64), SOAK_WORKER (a worker binary to run

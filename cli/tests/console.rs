@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 
 use harel_runtime::Driver;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{pump, send, MotoStack};
 use reqwest::StatusCode;
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use base64::Engine;
 use harel_model::{Object, Status};
 use harel_runtime::Driver;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{pump, send, MotoStack};
 use serde_json::{json, Value};
 

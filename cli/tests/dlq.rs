@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use harel_model::{Event, Object, Status};
 use harel_runtime::Driver;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{pump, send, MotoStack};
 use serde_json::Value;
 

@@ -11,7 +11,7 @@ use harel_dynamodb::DynamoDbStore;
 use harel_runtime::Driver;
 use harel_runtime::DurableRunner;
 
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::Deployed;
 use serde_json::Value;
 

@@ -3,7 +3,8 @@
 use std::process::Command;
 
 use harel_dynamodb::DynamoDbStore;
-use harel_store::{Commit, ExecutionStore};
+use harel_store::prelude::*;
+use harel_store::Commit;
 
 fn endpoint() -> String {
     std::env::var("AWS_ENDPOINT_URL").expect(

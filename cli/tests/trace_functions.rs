@@ -13,7 +13,7 @@ use harel_app::aws::AppWorker;
 use harel_app::Booted;
 use harel_lambda::Role;
 use harel_model::{Object, Status};
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{config_from, Deployed, MotoStack};
 use serde_json::{json, Value};
 

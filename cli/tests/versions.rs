@@ -11,7 +11,7 @@ use harel_model::{Event, Execution, Object};
 use harel_runtime::versions::version_of_definition;
 use harel_runtime::{ActionRegistry, Driver};
 use harel_sqs::create_body;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::Deployed;
 
 const V1: &str = r#"

@@ -1,4 +1,4 @@
-"""A loopback proxy in front of moto that answers one request slowly (docs/soak.md, "The one
+"""A loopback proxy in front of moto that answers one request slowly (docs/src/soak.md, "The one
 failed record").
 
 It forwards every request to moto and its answer back, except the Nth PutItem on a table

@@ -5,13 +5,15 @@
 
 use std::time::Duration;
 
+use harel_lambda::worker::DeadLetterReason;
 use harel_lambda::{Handled, RecordError};
 use harel_model::{Event, Object, Status};
 use harel_runtime::admission::Skip;
 use harel_runtime::ManualClock;
 use harel_sqs::create_body;
 use harel_sqs::{REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE};
-use harel_store::{Commit, ExecutionStore};
+use harel_store::prelude::*;
+use harel_store::Commit;
 use harel_tests::fault::source::{self, Received};
 use harel_tests::fault::world::World;
 use serde_json::json;
@@ -151,14 +153,24 @@ async fn a_malformed_record_never_blocks_its_group_nor_crashes_the_batch() {
         (1, "body is not JSON"),
         (2, "not a harel Event"),
         (3, "not a harel Event"),
-        (4, "event Ship for mixed-1"),
         (6, "body is not JSON"),
         (7, "not a harel Event"),
     ] {
         match results[i] {
-            Handled::DeadLettered { reason } => assert!(reason.contains(why), "{i}: {reason}"),
+            Handled::DeadLettered {
+                reason: DeadLetterReason::Malformed(text),
+            } => assert!(text.contains(why), "{i}: {text}"),
             other => panic!("record {i} ({:?}): {other:?}", messages[i].1),
         }
+    }
+    match results[4] {
+        Handled::DeadLettered {
+            reason:
+                DeadLetterReason::RefusedEvent {
+                    kind, execution_id, ..
+                },
+        } => assert_eq!((kind.as_str(), execution_id.as_str()), ("Ship", "mixed-1")),
+        other => panic!("record 4: {other:?}"),
     }
     // the good event after the garbage was applied
     assert!(
@@ -219,15 +231,23 @@ async fn bad_creates_are_dead_lettered_with_the_reason() {
             .map(|(_, r)| r.clone())
             .unwrap_or_else(|| panic!("no record {needle}"))
     };
-    for (needle, why) in [
-        ("NoSuchMachine", "unknown machine \"NoSuchMachine\""),
-        ("\"two\"", "invalid context"),
-        ("someone-else", "is not the message group"),
-    ] {
-        match outcome_of(needle) {
-            Ok(Handled::DeadLettered { reason }) => assert!(reason.contains(why), "{reason}"),
-            other => panic!("{needle}: {other:?}"),
-        }
+    match outcome_of("NoSuchMachine") {
+        Ok(Handled::DeadLettered {
+            reason: DeadLetterReason::UnknownMachine(machine),
+        }) => assert_eq!(machine, "NoSuchMachine"),
+        other => panic!("NoSuchMachine: {other:?}"),
+    }
+    match outcome_of("\"two\"") {
+        Ok(Handled::DeadLettered {
+            reason: DeadLetterReason::InvalidContext { execution_id, .. },
+        }) => assert_eq!(execution_id, "c-schema"),
+        other => panic!("an invalid context: {other:?}"),
+    }
+    match outcome_of("someone-else") {
+        Ok(Handled::DeadLettered {
+            reason: DeadLetterReason::Malformed(why),
+        }) => assert!(why.contains("is not the message group"), "{why}"),
+        other => panic!("a create for another group: {other:?}"),
     }
     assert!(matches!(
         outcome_of("\"items\":9"),
@@ -251,7 +271,9 @@ async fn bad_creates_are_dead_lettered_with_the_reason() {
     };
     let outcome = worker.handle_batch(vec![record], None).await;
     match &outcome.records[0].1 {
-        Ok(Handled::DeadLettered { reason }) => assert!(reason.contains("no MessageGroupId")),
+        Ok(Handled::DeadLettered {
+            reason: DeadLetterReason::Malformed(why),
+        }) => assert!(why.contains("no MessageGroupId"), "{why}"),
         other => panic!("{other:?}"),
     }
 }

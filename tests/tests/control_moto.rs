@@ -13,7 +13,7 @@ use harel_runtime::admission::Skip;
 use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
 use harel_sqs::create_body;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{endpoint, pump_once, relay, Deployed};
 use serde_json::json;
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use harel_control::{purge, purge_finished, ControlError, JsonlArchive, PurgeFinished};
 use harel_dynamodb::DynamoDbStore;
 use harel_model::{ChildState, Execution, Status};
+use harel_store::prelude::*;
 use harel_store::{Commit, ExecutionStore, MemoryStore};
 use harel_testkit::{endpoint, unique_prefix};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! `scripts/remote-grants.py MAP`: the template parameters an action map needs granted
 //! (`RemoteActionFunctions`, `RemoteActionParameters`, `RemoteActionSecrets`), and the check
-//! that the README walkthrough's map and its deploy instructions agree, and that a map
-//! shipped in `machines-layer/machines/` is granted by `samconfig.toml`.
+//! that the walkthrough's map in the book (docs/src/actions.md) and its deploy instructions
+//! agree, and that a map shipped in `machines-layer/machines/` is granted by `samconfig.toml`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -103,7 +103,7 @@ headers = { "X-Api-Key" = "ssm:/billing/route-key", Authorization = "secretsmana
 fn quoted_after<'a>(text: &'a str, start: &str) -> &'a str {
     let from = text
         .find(start)
-        .unwrap_or_else(|| panic!("README: {start:?} not found"));
+        .unwrap_or_else(|| panic!("docs/src/actions.md: {start:?} not found"));
     let rest = &text[from + start.len()..];
     &rest[..rest.find('`').expect("a closing backtick")]
 }
@@ -113,18 +113,22 @@ fn quoted_after<'a>(text: &'a str, start: &str) -> &'a str {
 #[test]
 #[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
 fn the_walkthrough_map_is_granted_by_its_deploy_step() {
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let map = quoted_after(&readme, "and `machines-layer/machines/actions.json`:\n   `");
+    let chapter =
+        std::fs::read_to_string(root().join("docs/src/actions.md")).expect("docs/src/actions.md");
+    let map = quoted_after(
+        &chapter,
+        "and `machines-layer/machines/actions.json`:\n   `",
+    );
     assert!(map.contains("lambda:"), "the walkthrough's map: {map}");
     let documented = format!(
         "RemoteActionFunctions={}",
-        quoted_after(&readme, "`RemoteActionFunctions=")
+        quoted_after(&chapter, "`RemoteActionFunctions=")
     );
     let dir = temp_dir("walkthrough");
     let path = dir.join("actions.json");
     std::fs::write(&path, map).expect("write");
     let needed = printed(&grants(&path, HERE));
-    assert_eq!(needed, documented, "the README's grants for its map");
+    assert_eq!(needed, documented, "the book's grants for its map");
     std::fs::remove_dir_all(&dir).ok();
 }
 

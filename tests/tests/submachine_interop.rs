@@ -14,6 +14,7 @@ use harel_dynamodb::DynamoDbStore;
 use harel_model::schema::with_defaults;
 use harel_model::{Definition, Execution, Status};
 use harel_runtime::{DurableRunner, ManualClock};
+use harel_store::prelude::*;
 use harel_store::{ExecutionStore, MemoryStore};
 use harel_tests::differential::{harel_python, normalize, workspace_root};
 use serde_json::{json, Value};

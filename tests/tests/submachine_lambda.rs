@@ -14,7 +14,7 @@ use harel_runtime::DeliverError;
 use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
 use harel_sqs::create_body;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::Deployed;
 use serde_json::json;
 

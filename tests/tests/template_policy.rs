@@ -910,7 +910,7 @@ fn queues_and_tables_are_encrypted_and_dead_letters_kept_14_days() {
 
 /// Every table holds state someone may need back (an execution, its timers, its outbox and
 /// spawns, processed marks, definitions, idempotency records, counters, its trace): each can
-/// be restored to a moment of the last 35 days (docs/restore.md). Checked on every table the
+/// be restored to a moment of the last 35 days (docs/src/restore.md). Checked on every table the
 /// template declares, so a new table without recovery fails here.
 #[test]
 fn every_table_can_be_restored_to_a_moment() {
@@ -1348,7 +1348,7 @@ fn functions_are_traced_logged_and_their_failures_kept() {
         );
     }
     // the schedules are EventBridge Scheduler's, not rules: the only rule is the consumers'
-    // example on the events bus (docs/events.md), which targets its queue, never a function
+    // example on the events bus (docs/src/events.md), which targets its queue, never a function
     for (id, rule) in r.iter().filter(|(_, v)| v["Type"] == "AWS::Events::Rule") {
         assert_eq!(
             rule.get("Condition").map(str_of).as_deref(),
@@ -1689,7 +1689,7 @@ fn the_example_action_function_has_only_logs() {
     );
 }
 
-/// The consumers' example (docs/events.md): the rule matches what the store writes (its
+/// The consumers' example (docs/src/events.md): the rule matches what the store writes (its
 /// detail-type, status FAILED, the configured source) on the bus the relay puts to, and only
 /// that rule may send to its queue.
 #[test]

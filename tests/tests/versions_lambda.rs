@@ -15,7 +15,8 @@ use harel_lambda::{sweep_once, Worker};
 use harel_model::{Definition, Event, Execution, Object, Status};
 use harel_runtime::{versions, ActionRegistry, Clock, Driver, ManualClock};
 use harel_sqs::{create_body, SqsTransport};
-use harel_store::{DefinitionDoc, ExecutionStore};
+use harel_store::prelude::*;
+use harel_store::DefinitionDoc;
 use harel_testkit::{pump, send, MotoStack, Recorder};
 use harel_tests::differential::harel_python;
 

@@ -10,7 +10,8 @@ use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use harel_dynamodb::commit::{plan, Inputs, Retention};
 use harel_dynamodb::DynamoDbStore;
 use harel_model::{Execution, Status};
-use harel_store::{Commit, ExecutionStore, ListQuery};
+use harel_store::prelude::*;
+use harel_store::{Commit, ListQuery};
 
 const RUNNING_ROOTS: usize = 3;
 

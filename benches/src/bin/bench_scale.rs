@@ -17,7 +17,8 @@ use harel_dynamodb::DynamoDbStore;
 use harel_lambda::{sweep, SweepPlan};
 use harel_model::Execution;
 use harel_sqs::MemoryTransport;
-use harel_store::{Commit, ExecutionStore, TimerOp};
+use harel_store::prelude::*;
+use harel_store::{Commit, TimerOp};
 use harel_testwire::Recorder;
 
 /// What a measured stretch sent: its requests (by operation) and what the Queries and Scans

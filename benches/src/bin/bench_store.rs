@@ -10,7 +10,8 @@ use std::collections::HashMap;
 
 use harel_dynamodb::DynamoDbStore;
 use harel_model::{Event, Execution, Object, Status};
-use harel_store::{Commit, ExecutionStore, Spawn, TimerOp};
+use harel_store::prelude::*;
+use harel_store::{Commit, Spawn, TimerOp};
 use harel_testwire::Recorder;
 use serde_json::{json, Value};
 

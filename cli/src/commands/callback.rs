@@ -2,7 +2,7 @@
 //! what `POST /callbacks/{token}[/fail]` does, from a terminal. The token is opened with the
 //! stack's callback secret (`HAREL_CALLBACK_SECRET`: the secret, `env:`, `ssm:` or
 //! `secretsmanager:`), then its event is sent like `harel send` sends one. A repeat sends the
-//! same event id (`cb:{nonce}`): the worker absorbs it (see docs/callbacks.md).
+//! same event id (`cb:{nonce}`): the worker absorbs it (see docs/src/callbacks.md).
 
 use std::process::ExitCode;
 

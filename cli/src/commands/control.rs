@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use harel_control::{CancelMode, Command, ControlError, ControlOutcome};
 use harel_model::Object;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use serde_json::json;
 
 use super::clock::now;

@@ -12,7 +12,7 @@ use anyhow::bail;
 use harel_model::schema::{check_context, with_defaults};
 use harel_model::{Object, Status};
 use harel_sqs::check_group_id;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use serde_json::{json, Value};
 
 use super::machines::MachineArgs;

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use harel_model::{ExecutionSummary, Status};
-use harel_store::{ExecutionStore, ListQuery};
+use harel_store::prelude::*;
+use harel_store::ListQuery;
 use serde_json::json;
 
 use super::clock::utc;

@@ -19,7 +19,8 @@ use harel_runtime::admission::{gate, Gate};
 use harel_runtime::{ActionRegistry, Driver, DurableRunner, RuntimeError};
 use harel_sqs::inbound::{parse, Inbound};
 use harel_sqs::{MemoryTransport, Received};
-use harel_store::{ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::MemoryStore;
 use std::io::Write;
 
 use super::machines::MachineArgs;
@@ -41,12 +42,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MAP")]
     pub actions: Option<std::path::PathBuf>,
     /// A hooks file (.json, .toml, .yaml): `POST /hooks/{name}` verifies and routes webhooks
-    /// with it (docs/webhooks.md); its kinds are checked against the machines
+    /// with it (docs/src/webhooks.md); its kinds are checked against the machines
     #[arg(long, value_name = "FILE")]
     pub hooks: Option<std::path::PathBuf>,
     /// The callback secret (at least 32 bytes, or env:NAME, ssm:/path, secretsmanager:ID):
     /// `harel.lib.callback_token` makes tokens with it and `POST /callbacks/{token}` opens
-    /// them (docs/callbacks.md). Prefer the variable: a flag's value shows in `ps`
+    /// them (docs/src/callbacks.md). Prefer the variable: a flag's value shows in `ps`
     #[arg(long, value_name = "SECRET", env = harel_hooks::callback::SECRET_VAR, hide_env_values = true)]
     pub callback_secret: Option<String>,
     /// Where executions live: in this process, or a stack's DynamoDB tables and SQS queue

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use harel_model::Execution;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use serde::Serialize;
 use serde_json::json;
 

@@ -14,7 +14,8 @@ use harel_stack::{
     parse_retention_days, retention_days, DEFAULT_RETENTION_DAYS, DLQ_URL, QUEUE_URL,
     RETENTION_DAYS, TABLE_PREFIX,
 };
-use harel_store::{ExecutionStore, StoreError};
+use harel_store::prelude::*;
+use harel_store::StoreError;
 
 use super::exit;
 

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use harel_model::Object;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use serde_json::{json, Value};
 
 use super::clock::{span, utc};

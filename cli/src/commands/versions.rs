@@ -15,6 +15,7 @@ use anyhow::{anyhow, Context};
 use harel_control::{migrate, plan_member, MigrationReport, PathMap};
 use harel_model::{Definition, Execution, Status};
 use harel_runtime::versions::{bundle_document, rebuild, version_of, Bundle};
+use harel_store::prelude::*;
 use harel_store::{DefinitionDoc, ExecutionStore, ListQuery};
 use serde_json::json;
 

@@ -17,7 +17,7 @@ use harel_hooks::signature::{sign, Algorithm, Encoding};
 use harel_hooks::{CallbackKey, Secret};
 use harel_lambda::Role;
 use harel_model::{Execution, Status};
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{config_from, pump, pump_once, MotoStack, MotoWorker};
 use serde_json::{json, Value};
 

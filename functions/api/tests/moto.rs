@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use harel_lambda::Role;
 use harel_model::Status;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{config_from, pump, pump_once, MotoStack};
 use serde_json::json;
 

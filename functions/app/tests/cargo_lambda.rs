@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use harel_model::Status;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 
 mod tools;
 

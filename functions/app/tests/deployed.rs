@@ -12,7 +12,7 @@ use harel_app::aws::{boot_with, driver_with, BootError};
 use harel_lambda::Role;
 use harel_model::{Event, Status};
 use harel_sqs::create_body;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{pump, send, ActionServer, MotoStack};
 use serde_json::{json, Value};
 

@@ -14,7 +14,8 @@ use harel_runtime::Driver;
 use harel_runtime::{Clock, ManualClock};
 use harel_sqs::create_body;
 use harel_sqs::{MemoryTransport, SqsTransport, Transport, REASON_ATTRIBUTE};
-use harel_store::{ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::MemoryStore;
 use harel_testkit::{config_from, memory_pump, pump, records, relay, send, MotoStack, Recorder};
 
 fn driver(clock: ManualClock) -> Driver {

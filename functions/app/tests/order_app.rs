@@ -13,7 +13,7 @@ use harel_runtime::Driver;
 use harel_runtime::{Clock, ManualClock};
 use harel_sqs::create_body;
 use harel_sqs::SqsTransport;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::{pump, relay, send, MotoStack, MotoWorker};
 use serde_json::{json, Value};
 

@@ -277,7 +277,7 @@ async fn sam_local_invoke_runs_the_worker_against_moto() {
         .await;
     let store = harel_dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
         .expect("prefix");
-    let exe = harel_store::ExecutionStore::load(&store, "order-1")
+    let exe = harel_store::Executions::load(&store, "order-1")
         .await
         .expect("load")
         .expect("the worker created order-1 on moto");

@@ -13,7 +13,8 @@ use harel_model::{Execution, Status};
 use harel_runtime::Driver;
 use harel_runtime::{Clock, ManualClock};
 use harel_sqs::MemoryTransport;
-use harel_store::{ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::MemoryStore;
 use harel_testkit::{config_from, memory_pump};
 use serde_json::json;
 
@@ -64,7 +65,11 @@ fn sample(name: &str) -> Vec<Record> {
         .join(format!("worker-{name}.json"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let event: SqsEvent = serde_json::from_str(&text).expect("an SQS event");
-    event.records.iter().map(Record::from_sqs).collect()
+    event
+        .records
+        .iter()
+        .map(harel_lambda::worker::sqs_record)
+        .collect()
 }
 
 impl Local {

@@ -17,7 +17,8 @@ use harel_runtime::Driver;
 use harel_runtime::{Clock, SystemClock};
 use harel_sqs::create_body;
 use harel_sqs::{Received, SqsTransport};
-use harel_store::{Commit, ExecutionStore, TimerOp};
+use harel_store::prelude::*;
+use harel_store::{Commit, TimerOp};
 use harel_testkit::{pump, send, MotoStack, Recorder};
 use serde_json::Value;
 

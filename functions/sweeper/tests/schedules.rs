@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use harel_model::Status;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use harel_testkit::actions::read_request;
 use harel_testkit::{pump, MotoStack};
 use serde_json::{json, Value};

@@ -35,7 +35,10 @@ async fn main() -> Result<(), Error> {
         let span = invocation.span();
         async move {
             let messages = &event.payload.records;
-            let records: Vec<Record> = messages.iter().map(Record::from_sqs).collect();
+            let records: Vec<Record> = messages
+                .iter()
+                .map(harel_lambda::worker::sqs_record)
+                .collect();
             let deadline = i64::try_from(event.context.deadline).ok();
             let outcome = worker.handle_batch(records, deadline).await;
             let failed = outcome.failed_ids().len();

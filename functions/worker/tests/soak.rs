@@ -1,4 +1,4 @@
-//! The soak's short run (docs/soak.md; the long one is scripts/soak.sh): this worker binary,
+//! The soak's short run (docs/src/soak.md; the long one is scripts/soak.sh): this worker binary,
 //! one warm process behind the soak's Lambda Runtime API emulator (scripts/soak/soak.py),
 //! handles 2,000 events on moto (idempotency layer on, executions created by the worker
 //! and read back at the end), and its resident memory stays under 64 MB and does not grow

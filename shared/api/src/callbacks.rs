@@ -3,7 +3,7 @@
 //! `harel.lib.callback_token` began. The token is opened with the stack's callback key
 //! (`harel_hooks::callback`), then its event goes to its execution like any sent event.
 //!
-//! Single use, answered idempotently (docs/callbacks.md): whichever way and however often a
+//! Single use, answered idempotently (docs/src/callbacks.md): whichever way and however often a
 //! token is used, its event has the id `cb:{nonce}`. While the execution runs, a repeat is
 //! enqueued and absorbed by the queue's dedupe and the worker's processed mark (`202
 //! accepted`); once it is closed, a repeat of a delivered event is `202 duplicate` with the

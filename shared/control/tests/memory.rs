@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use harel_control::{Command, ControlError, RETRIES};
 use harel_model::{Definition, Event, Execution, Object, Status};
+use harel_store::prelude::*;
 use harel_store::{Commit, CommitHook, ExecutionStore, Hooked, MemoryStore, StoreResult};
 
 const MACHINES: &str = include_str!("machines/control.stm");

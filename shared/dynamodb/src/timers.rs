@@ -8,6 +8,7 @@
 //! and a partition takes about 1000 writes a second; `S` shards spread a burst over `S`
 //! partitions, for `S` Queries per look (each at least 0.5 RCU, eventually consistent).
 
+use super::*;
 use harel_store::{DueTimer, StoreError, StoreResult};
 
 use crate::codec::{get_f64, get_s, Item};
@@ -55,6 +56,155 @@ pub fn check_shards(shards: u32) -> Result<u32, StoreError> {
         Err(StoreError::other(format!(
             "due shards must be 1..={MAX_DUE_SHARDS}, got {shards}"
         )))
+    }
+}
+
+impl DynamoDbStore {
+    /// One Query per shard of `by_due` for `fire_at <= until`, soonest first, concurrently;
+    /// `limit` stops each shard at its first page of that many rows, else every page is read.
+    pub(crate) async fn query_due_shards(
+        &self,
+        until: &str,
+        limit: Option<i32>,
+    ) -> StoreResult<Vec<Vec<Item>>> {
+        let table = self.tables.timers();
+        let queries = (0..self.due_shards).map(|shard| {
+            let table = table.clone();
+            async move {
+                let mut items = Vec::new();
+                let mut start: Option<Item> = None;
+                loop {
+                    let resp = self
+                        .client
+                        .query()
+                        .table_name(&table)
+                        .index_name(timers::DUE_INDEX)
+                        .key_condition_expression("#ds = :s AND fire_at <= :until")
+                        .expression_attribute_names("#ds", timers::DUE_SHARD_ATTR)
+                        .expression_attribute_values(":s", s(shard.to_string()))
+                        .expression_attribute_values(":until", AttributeValue::N(until.to_string()))
+                        .scan_index_forward(true)
+                        .set_limit(limit)
+                        .set_exclusive_start_key(start.take())
+                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                        .send()
+                        .await
+                        .map_err(|e| errors::classify("Query", &table, e))?;
+                    items.extend(resp.items().iter().cloned());
+                    match resp.last_evaluated_key() {
+                        Some(key) if !key.is_empty() && limit.is_none() => {
+                            start = Some(key.clone())
+                        }
+                        _ => return Ok::<_, StoreError>(items),
+                    }
+                }
+            }
+        });
+        let mut out = Vec::with_capacity(self.due_shards as usize);
+        for result in join_all(queries).await {
+            out.push(result?);
+        }
+        Ok(out)
+    }
+}
+
+impl Timers for DynamoDbStore {
+    async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
+        let now = py_decimal_str(now).map_err(|e| StoreError::other(format!("due_timers: {e}")))?;
+        let table = self.tables.timers();
+        let mut out = Vec::new();
+        for rows in self.query_due_shards(&now, None).await? {
+            for item in &rows {
+                out.push(timers::due_timer_of(&table, item)?);
+            }
+        }
+        out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
+        Ok(out)
+    }
+
+    async fn legacy_due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
+        let table = self.tables.timers();
+        let now = py_decimal_str(now)
+            .map_err(|e| StoreError::other(format!("legacy_due_timers: {e}")))?;
+        // rows the index misses: harel Python's (no shard), and shards past ours (a writer
+        // configured with more shards), so a mismatch is late, never lost
+        let shards: Vec<String> = (0..self.due_shards).map(|i| format!(":s{i}")).collect();
+        let filter = format!(
+            "fire_at <= :now AND (attribute_not_exists(#ds) OR NOT (#ds IN ({})))",
+            shards.join(", ")
+        );
+        let rows = self
+            .scan_all(&table, |r| {
+                let mut r = r
+                    .filter_expression(&filter)
+                    .expression_attribute_names("#ds", timers::DUE_SHARD_ATTR)
+                    .expression_attribute_values(":now", AttributeValue::N(now.clone()));
+                for (i, name) in shards.iter().enumerate() {
+                    r = r.expression_attribute_values(name, s(i.to_string()));
+                }
+                r
+            })
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for item in &rows {
+            out.push(timers::due_timer_of(&table, item)?);
+        }
+        out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
+        Ok(out)
+    }
+
+    async fn next_timer_due(&self, horizon: f64) -> StoreResult<Option<f64>> {
+        let horizon = py_decimal_str(horizon)
+            .map_err(|e| StoreError::other(format!("next_timer_due: {e}")))?;
+        let table = self.tables.timers();
+        let mut next: Option<f64> = None;
+        for rows in self.query_due_shards(&horizon, Some(1)).await? {
+            if let Some(item) = rows.first() {
+                let at = get_f64(item, "fire_at").map_err(|e| errors::corrupt(&table, e))?;
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        Ok(next)
+    }
+
+    async fn armed_timers(&self, execution_id: &str) -> StoreResult<Vec<DueTimer>> {
+        let table = self.tables.timers();
+        let corrupt = |e| errors::corrupt(&table, e);
+        let mut out = self
+            .partition(&table, execution_id, |q| q)
+            .await?
+            .iter()
+            .map(|item| {
+                Ok(DueTimer {
+                    execution_id: execution_id.to_string(),
+                    path: get_s(item, "path").map_err(corrupt)?.to_string(),
+                    fire_at: get_f64(item, "fire_at").map_err(corrupt)?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at).then(a.path.cmp(&b.path)));
+        Ok(out)
+    }
+
+    async fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> StoreResult<()> {
+        let guard = codec::n_float(fire_at)
+            .map_err(|e| StoreError::other(format!("delete_timer {path:?}: {e}")))?;
+        let result = self
+            .client
+            .delete_item()
+            .table_name(self.tables.timers())
+            .key("execution_id", s(execution_id))
+            .key("path", s(path))
+            .condition_expression("fire_at = :f")
+            .expression_attribute_values(":f", guard)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // the timer was re-armed (or already fired): a stale sweep is a no-op
+            Err(e) if e.code() == Some("ConditionalCheckFailedException") => Ok(()),
+            Err(e) => Err(errors::classify("DeleteItem", &self.tables.timers(), e)),
+        }
     }
 }
 

@@ -9,7 +9,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use common::faults::{faulty_client, retrying_faulty_client, Fault};
 use harel_dynamodb::DynamoDbStore;
 use harel_model::{Event, Execution, Object, Status};
-use harel_store::{Commit, ExecutionStore, ListQuery, Spawn, StoreError, TimerOp};
+use harel_store::prelude::*;
+use harel_store::{Commit, ListQuery, Spawn, StoreError, TimerOp};
 use serde_json::json;
 
 fn obj(v: serde_json::Value) -> Object {

@@ -6,7 +6,8 @@ mod common;
 
 use harel_dynamodb::{DynamoDbStore, SeqAllocation};
 use harel_model::{Event, Object};
-use harel_store::{Commit, ExecutionStore, Spawn, StoreError, TimerOp};
+use harel_store::prelude::*;
+use harel_store::{Commit, Spawn, StoreError, TimerOp};
 use serde_json::{json, Value};
 
 fn harel(prefix: &str, action: &str, id: &str, args: &[&str]) -> Value {

@@ -10,7 +10,8 @@ use harel_hooks::signature::sign;
 use harel_hooks::{Hooks, HooksFile, Outcome};
 use harel_model::{Execution, Status};
 use harel_runtime::{DurableRunner, ManualClock};
-use harel_store::{ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::MemoryStore;
 use http::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 

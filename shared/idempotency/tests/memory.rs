@@ -203,7 +203,7 @@ impl Client for ResentPut {
 
 #[tokio::test]
 async fn a_put_sent_twice_finds_its_own_claim_and_runs() {
-    // the soak's one failed record in 68,000 (docs/soak.md): Powertools fails such a call as
+    // the soak's one failed record in 68,000 (docs/src/soak.md): Powertools fails such a call as
     // "already in progress" and its own record blocks the key until the deadline
     let client = Arc::new(MemoryClient::new("id"));
     let store =

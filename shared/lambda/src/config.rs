@@ -238,18 +238,13 @@ fn retention_expected() -> String {
 }
 
 impl Config {
-    /// How long to hide the message of a SUSPENDED execution on its `receive_count`-th
-    /// receive (1 = first): `suspend_recheck * 2^(receive_count - 1)`, at most
-    /// `suspend_recheck_max`. Each park is one more receive towards the queue's
-    /// `maxReceiveCount`; the growing delay lets a long suspension outlast it (harel's
-    /// constant `nack(delay)` sends the message to the DLQ after `maxReceiveCount` rechecks).
-    pub(crate) fn suspend_park_delay(&self, receive_count: u32) -> Duration {
-        let doublings = receive_count.saturating_sub(1).min(31);
-        self.suspend_recheck
-            .checked_mul(1u32 << doublings)
-            .map_or(self.suspend_recheck_max, |d| {
-                d.min(self.suspend_recheck_max)
-            })
+    /// How long to hide the message of a SUSPENDED execution: `suspend_recheck` on the first
+    /// receive, doubling with each receive up to `suspend_recheck_max`.
+    pub fn park_policy(&self) -> harel_runtime::worker::ParkPolicy {
+        harel_runtime::worker::ParkPolicy {
+            first: self.suspend_recheck,
+            max: self.suspend_recheck_max,
+        }
     }
 }
 
@@ -540,28 +535,28 @@ mod tests {
     fn the_park_delay_doubles_per_receive_up_to_the_cap() {
         let c = Config::from_lookup(Role::Worker, env(&BASE)).expect("valid");
         let delays: Vec<u64> = (1..=10)
-            .map(|n| c.suspend_park_delay(n).as_secs())
+            .map(|n| c.park_policy().delay(n).as_secs())
             .collect();
         assert_eq!(delays, [5, 10, 20, 40, 80, 160, 320, 640, 900, 900]);
         // the first 8 parks hide it 1275 s, each later one 900 s
         assert_eq!(delays[..8].iter().sum::<u64>(), 1275);
         // a count of 0 (never sent by SQS) is the first receive; huge counts stay capped
-        assert_eq!(c.suspend_park_delay(0), Duration::from_secs(5));
-        assert_eq!(c.suspend_park_delay(u32::MAX), Duration::from_secs(900));
+        assert_eq!(c.park_policy().delay(0), Duration::from_secs(5));
+        assert_eq!(c.park_policy().delay(u32::MAX), Duration::from_secs(900));
 
         let mut e = BASE.to_vec();
         e.push((SUSPEND_RECHECK, "1.5"));
         e.push((SUSPEND_RECHECK_MAX, "4"));
         let c = Config::from_lookup(Role::Worker, env(&e)).expect("valid");
         let delays: Vec<f64> = (1..=4)
-            .map(|n| c.suspend_park_delay(n).as_secs_f64())
+            .map(|n| c.park_policy().delay(n).as_secs_f64())
             .collect();
         assert_eq!(delays, [1.5, 3.0, 4.0, 4.0]);
 
         let mut e = BASE.to_vec();
         e.push((SUSPEND_RECHECK, "0"));
         let c = Config::from_lookup(Role::Worker, env(&e)).expect("valid");
-        assert_eq!(c.suspend_park_delay(7), Duration::ZERO);
+        assert_eq!(c.park_policy().delay(7), Duration::ZERO);
     }
 
     #[test]
@@ -589,7 +584,7 @@ mod tests {
         let mut e = BASE.to_vec();
         e.push((SUSPEND_RECHECK, "3600"));
         let c = Config::from_lookup(Role::Worker, env(&e)).expect("valid");
-        assert_eq!(c.suspend_park_delay(3), Duration::from_secs(3600));
+        assert_eq!(c.park_policy().delay(3), Duration::from_secs(3600));
     }
 
     #[test]

@@ -12,7 +12,8 @@ pub mod failure;
 pub mod logging;
 pub mod metrics;
 pub mod relay;
-pub mod sweeper;
+/// Queue timer firing is the runtime's (`harel_runtime::timers`); the sweeper function runs it.
+pub use harel_runtime::timers as sweeper;
 pub mod wake;
 pub mod worker;
 pub mod xray;

@@ -6,13 +6,14 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use harel_lambda::worker::DeadLetterReason;
 use harel_lambda::{relay, sweep_once, Handled, RecordError, SweepPlan};
 use harel_model::{Event, Object, Status};
 use harel_queue::create_body;
 use harel_queue::{Transport, REASON_ATTRIBUTE};
 use harel_runtime::admission::Skip;
 use harel_runtime::Clock;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 
 fn far() -> Instant {
     Instant::now() + Duration::from_secs(60)
@@ -434,7 +435,7 @@ async fn malformed_messages_go_to_the_dead_letter_queue_with_the_reason() {
     let record = harel_lambda::Record::new("x", "r", None, "{}");
     let out = h.worker.handle_batch(vec![record], None).await;
     assert!(
-        matches!(&out.records[0].1, Ok(Handled::DeadLettered { reason }) if reason.contains("MessageGroupId"))
+        matches!(&out.records[0].1, Ok(Handled::DeadLettered { reason: DeadLetterReason::Malformed(why) }) if why.contains("MessageGroupId"))
     );
 }
 

@@ -141,7 +141,7 @@ async fn a_batch_with_a_conflict_and_a_dead_letter_counts_them() {
 
 #[tokio::test]
 async fn the_worker_counts_per_version_the_executions_pinned_to_one() {
-    use harel_store::ExecutionStore;
+    use harel_store::prelude::*;
     let h = harness(false);
     h.send("k-v", create_body("Flow", Object::new(), None))
         .await;

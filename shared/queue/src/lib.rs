@@ -4,6 +4,8 @@
 //! a queue, and their in-memory twin. No AWS here: the SQS adapter is `harel-sqs`, and the
 //! host logic (`harel-runtime`) depends on this crate only.
 
+#[cfg(feature = "contract")]
+pub mod contract;
 pub mod dead_letters;
 pub mod dedupe;
 pub mod error;

@@ -21,6 +21,8 @@ struct State {
     dead_lettered_at: HashMap<String, i64>,
     parked: Vec<(String, Duration)>,
     seen: HashMap<String, Instant>,
+    /// The dead-letter queue's own deduplication window (it is a queue of its own).
+    dead_letters_seen: HashMap<String, Instant>,
     next_id: u64,
     /// Test hook: fail this many coming `publish_batch` calls whole.
     fail_calls: usize,
@@ -202,6 +204,18 @@ impl Transport for MemoryTransport {
             (SOURCE_ID_ATTRIBUTE.to_string(), message_id.to_string()),
         ];
         let mut state = self.lock();
+        let now = Instant::now();
+        state
+            .dead_letters_seen
+            .retain(|_, at| now.duration_since(*at) < DEDUPE_WINDOW);
+        if state
+            .dead_letters_seen
+            .insert(message.dedupe_id.clone(), now)
+            .is_some()
+        {
+            // the same message dead-lettered again (a retry after a crash): SQS keeps one
+            return Ok(());
+        }
         state.next_id += 1;
         let id = state.next_id;
         let now_ms = std::time::SystemTime::now()

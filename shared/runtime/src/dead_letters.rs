@@ -206,6 +206,7 @@ fn add_not_found(done: &mut Vec<Done>, selection: &Selection) {
 mod tests {
     use harel_model::{Event, Execution};
     use harel_queue::{MemoryTransport, Outgoing};
+    use harel_store::prelude::*;
     use harel_store::MemoryStore;
 
     use super::*;

@@ -16,8 +16,10 @@ pub mod invocation;
 mod runner;
 pub mod sender;
 pub mod stdlib;
+pub mod timers;
 pub mod trace;
 pub mod versions;
+pub mod worker;
 
 pub use actions::{
     action_error, short_type_name, unbound_error, Action, ActionContext, ActionFuture,

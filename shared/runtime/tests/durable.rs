@@ -7,7 +7,8 @@ use harel_model::{build_definition, Definition, Event, Object, Status};
 use harel_runtime::{
     ActionError, ActionErrorPolicy, ActionRegistry, DurableRunner, ManualClock, RuntimeError,
 };
-use harel_store::{ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::MemoryStore;
 use serde_json::{json, Value};
 
 fn defn(config: Value) -> Definition {

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use harel_model::{Event, Execution};
 use harel_runtime::delivery::events::{EntryFailure, MAX_ATTEMPTS};
 use harel_runtime::{publish_events, ActionRegistry, Driver, MemoryBus};
-use harel_store::{EventsConfig, ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::{EventsConfig, MemoryStore};
 
 const MACHINE: &str = r#"
 event Go {}

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use harel_model::{build_definition, Definition, Event, Status};
 use harel_runtime::{register, DurableRunner, ManualClock, RuntimeError};
-use harel_store::{ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::MemoryStore;
 use serde_json::{json, Value};
 
 fn defn(config: Value, name: &str) -> Definition {

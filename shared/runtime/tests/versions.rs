@@ -3,7 +3,8 @@
 
 use harel_model::{build_definition, Definition, Event, Execution, Status};
 use harel_runtime::{versions, ActionRegistry, Driver, RuntimeError};
-use harel_store::{ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::MemoryStore;
 use serde_json::json;
 
 fn v1() -> Definition {

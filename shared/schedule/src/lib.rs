@@ -1,5 +1,5 @@
 //! Scheduled starts (`HAREL_SCHEDULES_FILE`): machines started on a cron or a rate by the
-//! sweeper's minute tick. See docs/schedules.md.
+//! sweeper's minute tick. See docs/src/schedules.md.
 //!
 //! - [`file`]: the schedules file, read and checked once (cold start, `harel schedules`);
 //! - [`timing`]: when an entry fires, in its time zone (daylight saving included);

@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use harel_model::{Execution, Status};
 use harel_queue::{Inbound, MemoryTransport};
 use harel_schedule::{parse, tick, Mark, MarkError, Marks, MemoryMarks, Schedules, TickReport};
-use harel_store::{ExecutionStore, MemoryStore};
+use harel_store::prelude::*;
+use harel_store::MemoryStore;
 
 fn at(rfc3339: &str) -> f64 {
     DateTime::parse_from_rfc3339(rfc3339)

@@ -22,6 +22,12 @@ pub use events::{BusEvent, DomainEvent, EventsConfig};
 pub use hooked::{CommitHook, Hooked};
 pub use memory::MemoryStore;
 
+/// Every capability trait, for code that calls store methods on a concrete store
+/// (`use harel_store::prelude::*;`): a trait's methods are callable where it is in scope.
+pub mod prelude {
+    pub use crate::{Definitions, ExecutionStore, Executions, Outbox, Purge, Timers, Traces};
+}
+
 /// Ring size of the opt-in trace: the last N steps per execution are kept.
 pub const DEFAULT_TRACE_MAX: usize = 200;
 
@@ -200,8 +206,16 @@ impl StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// harel's store protocol. Every method is one logical operation; `commit` is atomic.
-pub trait ExecutionStore: Send + Sync {
+/// harel's store protocol (`ExecutionStore` in harel), as narrow capabilities: a function
+/// bounds its store by what it uses (the sweeper by [`Timers`], the relay by [`Outbox`]),
+/// and a backend implements each. Every method is one logical operation; `commit` is atomic.
+/// Every type with all six is an `ExecutionStore`.
+pub trait ExecutionStore: Executions + Definitions + Outbox + Timers + Traces + Purge {}
+
+impl<S> ExecutionStore for S where S: Executions + Definitions + Outbox + Timers + Traces + Purge {}
+
+/// Reading and writing executions: the step's atomic commit and the worker's hot path.
+pub trait Executions: Send + Sync {
     fn load(
         &self,
         execution_id: &str,
@@ -244,8 +258,64 @@ pub trait ExecutionStore: Send + Sync {
         query: &ListQuery,
     ) -> impl Future<Output = StoreResult<ExecutionPage>> + Send;
 
+    fn close(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// Keeping machine versions, the first with the commit of the first execution that uses it.
+pub trait Definitions: Executions {
+    /// Keep `doc` unless its version is kept already (a version's content never changes, so
+    /// the first writer wins and a second put is a no-op): true when this call stored it.
+    /// The default refuses: a store that keeps no versions cannot pin executions, and must
+    /// say so rather than lose them.
+    fn put_definition(
+        &self,
+        doc: &DefinitionDoc,
+    ) -> impl Future<Output = StoreResult<bool>> + Send {
+        let message = format!(
+            "this store keeps no machine versions (cannot keep version {} of {})",
+            doc.version, doc.machine
+        );
+        async move { Err(StoreError::other(message)) }
+    }
+
+    /// `commit`, keeping `doc` as [`Definitions::put_definition`] does: how a version is
+    /// kept with the first execution that uses it. Where the backend can, in the same
+    /// atomic write (no request of its own); by default, a put before the commit (a version
+    /// kept for a commit that then fails is harmless: a version is its content).
+    fn commit_keeping(
+        &self,
+        exe: &mut Execution,
+        commit: Commit,
+        doc: &DefinitionDoc,
+    ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send {
+        async move {
+            self.put_definition(doc).await?;
+            self.commit(exe, commit).await
+        }
+    }
+
+    /// The kept version, if any.
+    fn get_definition(
+        &self,
+        version: &str,
+    ) -> impl Future<Output = StoreResult<Option<DefinitionDoc>>> + Send {
+        let _ = version;
+        async { Ok(None) }
+    }
+
+    /// Every kept version (operators' tools: `harel deploy-check`).
+    fn list_definitions(&self) -> impl Future<Output = StoreResult<Vec<DefinitionDoc>>> + Send {
+        async { Ok(Vec::new()) }
+    }
+}
+
+/// What commits left behind for delivery: outbox events, spawn intents, events for the bus (the relay's reads and acknowledgements).
+pub trait Outbox: Send + Sync {
     /// Undelivered outbox entries, oldest first.
     fn pending_outbox(&self) -> impl Future<Output = StoreResult<Vec<OutboxEntry>>> + Send;
+
     fn ack_outbox(&self, seq: u64) -> impl Future<Output = StoreResult<()>> + Send;
 
     /// Events for the bus not yet put ([`events`]), oldest first. A store that writes none
@@ -274,8 +344,12 @@ pub trait ExecutionStore: Send + Sync {
 
     /// Undelivered spawn intents, oldest first.
     fn pending_spawns(&self) -> impl Future<Output = StoreResult<Vec<SpawnEntry>>> + Send;
-    fn ack_spawn(&self, seq: u64) -> impl Future<Output = StoreResult<()>> + Send;
 
+    fn ack_spawn(&self, seq: u64) -> impl Future<Output = StoreResult<()>> + Send;
+}
+
+/// Durable timers: what is due, for the sweeper, and one execution's armed timers.
+pub trait Timers: Send + Sync {
     /// Timers with `fire_at <= now`, soonest first, among those the store indexes by time:
     /// every timer this store armed. A backend shared with writers that do not index their
     /// timers (harel Python on DynamoDB) returns theirs from `legacy_due_timers` instead.
@@ -316,7 +390,10 @@ pub trait ExecutionStore: Send + Sync {
         path: &str,
         fire_at: f64,
     ) -> impl Future<Output = StoreResult<()>> + Send;
+}
 
+/// The opt-in step trace of an execution.
+pub trait Traces: Send + Sync {
     /// The trace steps, oldest first, each with its `index`.
     fn read_trace(
         &self,
@@ -329,7 +406,10 @@ pub trait ExecutionStore: Send + Sync {
         execution_id: &str,
         entry: Object,
     ) -> impl Future<Output = StoreResult<()>> + Send;
+}
 
+/// Deleting finished executions and everything keyed by them (retention, `harel purge`).
+pub trait Purge: Send + Sync {
     /// Ids of every stored execution whose id starts with `prefix` (a tree's descendants).
     fn ids_with_prefix(
         &self,
@@ -355,53 +435,4 @@ pub trait ExecutionStore: Send + Sync {
         execution_id: &str,
         expected_version: u64,
     ) -> impl Future<Output = StoreResult<bool>> + Send;
-
-    fn close(&self) -> impl Future<Output = ()> + Send {
-        async {}
-    }
-
-    /// Keep `doc` unless its version is kept already (a version's content never changes, so
-    /// the first writer wins and a second put is a no-op): true when this call stored it.
-    /// The default refuses: a store that keeps no versions cannot pin executions, and must
-    /// say so rather than lose them.
-    fn put_definition(
-        &self,
-        doc: &DefinitionDoc,
-    ) -> impl Future<Output = StoreResult<bool>> + Send {
-        let message = format!(
-            "this store keeps no machine versions (cannot keep version {} of {})",
-            doc.version, doc.machine
-        );
-        async move { Err(StoreError::other(message)) }
-    }
-
-    /// `commit`, keeping `doc` as [`ExecutionStore::put_definition`] does: how a version is
-    /// kept with the first execution that uses it. Where the backend can, in the same
-    /// atomic write (no request of its own); by default, a put before the commit (a version
-    /// kept for a commit that then fails is harmless: a version is its content).
-    fn commit_keeping(
-        &self,
-        exe: &mut Execution,
-        commit: Commit,
-        doc: &DefinitionDoc,
-    ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send {
-        async move {
-            self.put_definition(doc).await?;
-            self.commit(exe, commit).await
-        }
-    }
-
-    /// The kept version, if any.
-    fn get_definition(
-        &self,
-        version: &str,
-    ) -> impl Future<Output = StoreResult<Option<DefinitionDoc>>> + Send {
-        let _ = version;
-        async { Ok(None) }
-    }
-
-    /// Every kept version (operators' tools: `harel deploy-check`).
-    fn list_definitions(&self) -> impl Future<Output = StoreResult<Vec<DefinitionDoc>>> + Send {
-        async { Ok(Vec::new()) }
-    }
 }

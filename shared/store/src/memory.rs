@@ -7,8 +7,9 @@ use harel_model::{Execution, ExecutionPage, ExecutionSummary, Object, SmolStr};
 
 use crate::listing::{page_of, sort_key, Cursor};
 use crate::{
-    BusEvent, Commit, DefinitionDoc, DueTimer, EventsConfig, ExecutionStore, ListQuery,
-    OutboxEntry, SpawnEntry, StoreError, StoreResult, TimerOp, DEFAULT_TRACE_MAX,
+    BusEvent, Commit, DefinitionDoc, Definitions, DueTimer, EventsConfig, Executions, ListQuery,
+    Outbox, OutboxEntry, Purge, SpawnEntry, StoreError, StoreResult, TimerOp, Timers, Traces,
+    DEFAULT_TRACE_MAX,
 };
 
 #[derive(Default)]
@@ -105,24 +106,7 @@ pub fn matches(summary: &ExecutionSummary, query: &ListQuery) -> bool {
     !(query.roots_only && summary.parent_id.is_some())
 }
 
-impl ExecutionStore for MemoryStore {
-    async fn put_definition(&self, doc: &DefinitionDoc) -> StoreResult<bool> {
-        let mut inner = self.lock();
-        if inner.definitions.contains_key(&doc.version) {
-            return Ok(false);
-        }
-        inner.definitions.insert(doc.version.clone(), doc.clone());
-        Ok(true)
-    }
-
-    async fn get_definition(&self, version: &str) -> StoreResult<Option<DefinitionDoc>> {
-        Ok(self.lock().definitions.get(version).cloned())
-    }
-
-    async fn list_definitions(&self) -> StoreResult<Vec<DefinitionDoc>> {
-        Ok(self.lock().definitions.values().cloned().collect())
-    }
-
+impl Executions for MemoryStore {
     async fn load(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
         Ok(self.lock().executions.get(execution_id).cloned())
     }
@@ -224,12 +208,6 @@ impl ExecutionStore for MemoryStore {
         Ok(seqs)
     }
 
-    async fn armed_timers(&self, execution_id: &str) -> StoreResult<Vec<DueTimer>> {
-        let mut out = self.timers();
-        out.retain(|t| t.execution_id == execution_id);
-        Ok(out)
-    }
-
     async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
         Ok(self
             .lock()
@@ -249,7 +227,28 @@ impl ExecutionStore for MemoryStore {
         all.sort_by(|a, b| b.0.cmp(&a.0));
         Ok(page_of(all, cursor, query.limit, query.scan))
     }
+}
 
+impl Definitions for MemoryStore {
+    async fn put_definition(&self, doc: &DefinitionDoc) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        if inner.definitions.contains_key(&doc.version) {
+            return Ok(false);
+        }
+        inner.definitions.insert(doc.version.clone(), doc.clone());
+        Ok(true)
+    }
+
+    async fn get_definition(&self, version: &str) -> StoreResult<Option<DefinitionDoc>> {
+        Ok(self.lock().definitions.get(version).cloned())
+    }
+
+    async fn list_definitions(&self) -> StoreResult<Vec<DefinitionDoc>> {
+        Ok(self.lock().definitions.values().cloned().collect())
+    }
+}
+
+impl Outbox for MemoryStore {
     async fn pending_outbox(&self) -> StoreResult<Vec<OutboxEntry>> {
         Ok(self.lock().outbox.values().cloned().collect())
     }
@@ -287,6 +286,14 @@ impl ExecutionStore for MemoryStore {
         self.lock().spawns.remove(&seq);
         Ok(())
     }
+}
+
+impl Timers for MemoryStore {
+    async fn armed_timers(&self, execution_id: &str) -> StoreResult<Vec<DueTimer>> {
+        let mut out = self.timers();
+        out.retain(|t| t.execution_id == execution_id);
+        Ok(out)
+    }
 
     async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
         let mut due: Vec<DueTimer> = self
@@ -316,7 +323,9 @@ impl ExecutionStore for MemoryStore {
         }
         Ok(())
     }
+}
 
+impl Traces for MemoryStore {
     async fn read_trace(&self, execution_id: &str) -> StoreResult<Vec<Object>> {
         let inner = self.lock();
         Ok(inner
@@ -339,7 +348,9 @@ impl ExecutionStore for MemoryStore {
         append(&mut inner, execution_id, entry, self.trace_max);
         Ok(())
     }
+}
 
+impl Purge for MemoryStore {
     async fn ids_with_prefix(&self, prefix: &str) -> StoreResult<Vec<String>> {
         Ok(self
             .lock()

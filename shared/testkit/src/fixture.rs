@@ -11,7 +11,7 @@ use harel_lambda::{Handled, Worker};
 use harel_model::{Event, Execution};
 use harel_runtime::Driver;
 use harel_sqs::{create_body, SqsTransport, Transport};
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 
 use crate::moto::{MotoStack, MotoWorker};
 use crate::source::{pump, pump_once, Outcome};

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use harel_model::Execution;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 
 use super::scenario::{Reference, Script};
 use super::source;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use harel_model::{Event, Execution, Object};
 use harel_runtime::{Clock, DurableRunner, ManualClock, RuntimeError};
-use harel_store::{Commit, CommitHook, ExecutionStore, Hooked, MemoryStore, StoreResult};
+use harel_store::prelude::*;
+use harel_store::{Commit, CommitHook, Hooked, MemoryStore, StoreResult};
 use serde_json::{json, Value};
 use std::sync::Mutex;
 

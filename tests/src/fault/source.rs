@@ -19,7 +19,7 @@ pub struct Received {
 
 impl Received {
     pub fn record(&self) -> Record {
-        Record::from_sqs(&self.message)
+        harel_lambda::worker::sqs_record(&self.message)
     }
     pub fn message_id(&self) -> &str {
         self.message.message_id.as_deref().unwrap_or_default()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use harel_runtime::{Clock, ManualClock};
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 use tokio::task::JoinSet;
 
 use super::connector::{Crash, InvocationFaults, Rates};

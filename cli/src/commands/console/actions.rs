@@ -12,7 +12,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use harel_control::{migrate, MigrationReport, PathMap};
 use harel_model::schema::check_event;
 use harel_model::{Definition, Execution, Status};
-use harel_store::{DefinitionDoc, ExecutionStore};
+use harel_store::prelude::*;
+use harel_store::DefinitionDoc;
 
 use super::backend::Backend;
 use super::execution::{definition_of, given_version};

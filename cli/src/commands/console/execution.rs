@@ -10,7 +10,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{Html, IntoResponse, Response};
 use harel_model::{Definition, Execution};
 use harel_runtime::versions::{bundle_document, rebuild, version_of};
-use harel_store::{DueTimer, ExecutionStore};
+use harel_store::prelude::*;
+use harel_store::DueTimer;
 use serde_json::Value;
 
 use super::html::{aws_error, badge, esc, first, json_tree, not_found, notice, ok, pairs, url};

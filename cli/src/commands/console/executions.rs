@@ -10,7 +10,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use harel_model::{ExecutionSummary, Status};
-use harel_store::{ExecutionStore, ListQuery};
+use harel_store::prelude::*;
+use harel_store::ListQuery;
 
 use super::actions::control;
 use super::html::{aws_error, badge, esc, failure, first, hidden, notice, ok, pairs, url};

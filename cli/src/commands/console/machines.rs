@@ -9,7 +9,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use harel_model::Definition;
-use harel_store::ExecutionStore;
+use harel_store::prelude::*;
 
 use super::execution::given_version;
 use super::html::{esc, failure, first, not_found, notice, ok, pairs, url};

@@ -185,7 +185,8 @@ fn describe(command: Control, out: &ControlOutcome) -> String {
 #[cfg(test)]
 mod tests {
     use harel_model::{Execution, Status};
-    use harel_store::{ExecutionStore, MemoryStore};
+    use harel_store::prelude::*;
+    use harel_store::MemoryStore;
     use ratatui::backend::TestBackend;
     use ratatui::crossterm::event::KeyCode;
     use ratatui::Terminal;

@@ -1,7 +1,8 @@
-//! The worker: one SQS batch in, a partial batch response out. Per record: the idempotency
-//! layer keyed on the SQS message id, then harel's `WorkerLogic.handle_flow` (load with the
-//! dedupe mark, route by status, run the engine or broadcast to the regions, commit, deliver
-//! what the commit enqueued).
+//! The worker: one SQS batch in, a partial batch response out. What is Lambda's is here:
+//! groups in order and concurrently, the idempotency layer keyed on the SQS message id, the
+//! invocation's deadline, the logs, waking the sweeper. What a record does (harel's
+//! `WorkerLogic.handle_flow`: load with the dedupe mark, route by status, run the engine or
+//! broadcast to the regions, commit, deliver) is `harel_runtime::worker`, shared by every host.
 
 mod handle;
 mod outcome;
@@ -19,24 +20,34 @@ use tokio::sync::Semaphore;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-pub use outcome::{BatchOutcome, Handled, Observed, RecordError};
-pub use record::Record;
+pub use harel_runtime::worker::{
+    DeadLetterReason, Handled, Observed, Record, RecordError, WorkerLogic,
+};
+pub use outcome::BatchOutcome;
+pub use record::sqs_record;
 
 use crate::config::Config;
 use crate::wake::Waker;
-use outcome::Observer;
+use harel_runtime::worker::Observer;
 
-/// The worker over a store, a transport and the driver: the queue host of the runtime.
+/// The Lambda host of the runtime's worker logic (its store, transport and driver are
+/// reached through it: `worker.store`).
 pub struct Worker<S, T, C> {
-    pub store: S,
-    pub transport: T,
-    pub driver: Driver,
+    logic: WorkerLogic<S, T>,
     idempotency: Option<Idempotency<C>>,
     config: Config,
     waker: Option<Arc<dyn Waker>>,
     /// The latest `until` a wake from this process asked for: a sweeper is covering timers
     /// due before it, so no other wake is needed for them.
     awake_until: Mutex<f64>,
+}
+
+impl<S, T, C> std::ops::Deref for Worker<S, T, C> {
+    type Target = WorkerLogic<S, T>;
+
+    fn deref(&self) -> &WorkerLogic<S, T> {
+        &self.logic
+    }
 }
 
 impl<S, T, C> Worker<S, T, C>
@@ -53,9 +64,7 @@ where
         config: Config,
     ) -> Self {
         Worker {
-            store,
-            transport,
-            driver,
+            logic: WorkerLogic::new(store, transport, driver, config.park_policy()),
             idempotency,
             config,
             waker: None,
@@ -172,8 +181,7 @@ where
                     });
                     if let Err(e) = &result {
                         if !failed && matches!(e, RecordError::Parked(_)) {
-                            parked_for =
-                                Some(worker.config.suspend_park_delay(record.receive_count));
+                            parked_for = Some(worker.park.delay(record.receive_count));
                         }
                         failed = true;
                     }

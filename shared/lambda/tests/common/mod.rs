@@ -154,7 +154,7 @@ impl Harness {
     }
 
     pub async fn exe(&self, id: &str) -> harel_model::Execution {
-        use harel_store::ExecutionStore;
+        use harel_store::prelude::*;
         self.worker
             .store
             .load(id)

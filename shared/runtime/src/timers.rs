@@ -1,4 +1,5 @@
-//! The sweeper (scheduled once a minute, and woken by the worker): publish a `Timeout`
+//! Firing durable timers through the queue, for any host's sweeper (the Lambda one is
+//! scheduled once a minute, and woken by the worker): publish a `Timeout`
 //! (harel's stable id) for each due timer to its execution's group, then delete the timer with
 //! the `fire_at` guard, so a re-armed timer survives a stale sweep.
 //!
@@ -7,7 +8,7 @@
 //! and it returns at once, so an idle stack pays one short invocation a minute. Otherwise it
 //! sleeps toward that time (at most `max_sleep` at a time, so a timer armed meanwhile is
 //! seen), fires, and looks again. A timer armed while no sweeper runs, due before the next
-//! tick, is the worker's to announce: it wakes a sweeper (`crate::wake`).
+//! tick, is the worker's to announce: it wakes a sweeper (`harel_lambda::wake` on Lambda).
 //!
 //! Concurrent sweepers (a tick and a wake, two wakes) are harmless: both may publish the same
 //! timer, but its `Timeout` id is stable (SQS drops the second copy within five minutes, the
