@@ -4,4 +4,4 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-exec scripts/with-moto.sh cargo run -q -p harel-dynamodb --example bench_list -- "$@"
+exec scripts/with-moto.sh cargo run -q -p harel-benches --bin bench_list -- "$@"

@@ -13,5 +13,5 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 if [ -z "${AWS_ENDPOINT_URL:-}" ]; then exec scripts/with-moto.sh "$0" "$@"; fi
-cargo run -q -p harel-dynamodb --example bench_scale -- "$@"
-cargo run -q -p harel-dynamodb --example bench_list -- "$@"
+cargo run -q -p harel-benches --bin bench_scale -- "$@"
+cargo run -q -p harel-benches --bin bench_list -- "$@"

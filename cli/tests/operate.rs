@@ -4,15 +4,15 @@
 //! (the functions' own logic, on the same tables and queue) runs; text and `--json`.
 
 use std::process::{Command, Output};
-use std::sync::Arc;
+
 use std::time::Duration;
 
 use harel_dynamodb::DynamoDbStore;
 use harel_runtime::Driver;
 use harel_runtime::DurableRunner;
-use harel_sqs::SqsTransport;
+
 use harel_store::prelude::*;
-use harel_testkit::{pump, MotoStack, MotoWorker};
+use harel_testkit::Deployed;
 use serde_json::Value;
 
 const CONTROL_MACHINES: &str = "../shared/control/tests/machines/control.stm";
@@ -20,48 +20,38 @@ const ORDER: &str = "../functions/app/machines/order.stm";
 /// The machines the test worker runs (the sample shop's), for the CLI's local checks.
 const APP_MACHINES: &str = "../functions/app/machines";
 
-type TestWorker = MotoWorker;
-
-struct Stack {
-    prefix: String,
-    queue: String,
-    source: SqsTransport,
-    worker: Arc<TestWorker>,
-    store: DynamoDbStore,
-    sdk: aws_config::SdkConfig,
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-impl Stack {
-    async fn new() -> Stack {
-        let moto = MotoStack::new("op").await;
-        // the functions' machines, plus the control-plane test machines (given to the CLI
-        // with --machines)
-        let mut definitions = harel_app::machines::definitions().expect("app machines");
-        let source = std::fs::read_to_string(CONTROL_MACHINES).expect("control.stm");
-        for name in ["Job", "Plain", "Split"] {
-            definitions.push(harel_lang::load_str(&source, Some(name), "control.stm").expect(name));
-        }
-        let driver = Driver::new(definitions, harel_app::actions::actions());
-        let worker = moto.worker(driver, &[("HAREL_SUSPEND_RECHECK_SECONDS", "0")]);
-        Stack {
-            source: moto.source(),
-            store: moto.store(),
-            prefix: moto.prefix,
-            queue: moto.queue,
-            worker,
-            sdk: moto.sdk,
-        }
+/// The stack (the one fixture) with a worker on the functions' machines and the control
+/// plane's test machines.
+async fn deploy() -> Deployed {
+    // the functions' machines, plus the control-plane test machines (given to the CLI
+    // with --machines)
+    let mut definitions = harel_app::machines::definitions().expect("app machines");
+    let source = std::fs::read_to_string(CONTROL_MACHINES).expect("control.stm");
+    for name in ["Job", "Plain", "Split"] {
+        definitions.push(harel_lang::load_str(&source, Some(name), "control.stm").expect(name));
     }
+    let driver = Driver::new(definitions, harel_app::actions::actions());
+    Deployed::start("op", driver, &[("HAREL_SUSPEND_RECHECK_SECONDS", "0")]).await
+}
 
+/// The operator's side of the stack: the built `harel` binary against its tables and queue.
+trait Operator {
+    fn harel(&self, args: &[&str]) -> Output;
+    fn ok(&self, args: &[&str]) -> String;
+    fn json(&self, args: &[&str]) -> Value;
+    async fn queued(&self) -> usize;
+}
+
+impl Operator for Deployed {
     /// `harel ARGS --table-prefix P --queue-url Q`, with nothing from the caller's
     /// HAREL_* environment.
     fn harel(&self, args: &[&str]) -> Output {
         let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--table-prefix", &self.prefix, "--queue-url", &self.queue]);
+        all.extend(["--table-prefix", self.prefix(), "--queue-url", self.queue()]);
         bare(&all)
     }
 
@@ -81,11 +71,6 @@ impl Stack {
         all.push("--json");
         let out = self.ok(&all);
         serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"))
-    }
-
-    /// What the worker does with everything on the queue.
-    async fn pump(&self) {
-        pump(&self.source, &self.worker).await;
     }
 
     async fn queued(&self) -> usize {
@@ -116,7 +101,7 @@ fn has(haystack: &str, needle: &str) {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn create_send_show_list_and_render_an_order() {
-    let stack = Stack::new().await;
+    let stack = deploy().await;
     let out = stack.ok(&[
         "create",
         "Order",
@@ -245,14 +230,19 @@ async fn create_send_show_list_and_render_an_order() {
     let waiting = Command::new(env!("CARGO_BIN_EXE_harel"))
         .args(["create", "Order", "--id", "ord-w", "--wait", "20"])
         .args(["--machines", APP_MACHINES])
-        .args(["--table-prefix", &stack.prefix, "--queue-url", &stack.queue])
+        .args([
+            "--table-prefix",
+            &stack.moto.prefix,
+            "--queue-url",
+            &stack.moto.queue,
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("harel runs");
     for _ in 0..80 {
         stack.pump().await;
-        if stack.store.load("ord-w").await.expect("load").is_some() {
+        if stack.reader.load("ord-w").await.expect("load").is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -270,7 +260,7 @@ async fn create_send_show_list_and_render_an_order() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn control_commands_answer_in_text_and_json() {
-    let stack = Stack::new().await;
+    let stack = deploy().await;
     let machines = ["--machines", CONTROL_MACHINES];
     let id = stack
         .ok(&[
@@ -332,7 +322,7 @@ async fn control_commands_answer_in_text_and_json() {
     assert_eq!(doc["enqueued"][0]["event"]["kind"], "Cancel");
     assert!(
         stack
-            .store
+            .reader
             .pending_outbox()
             .await
             .expect("outbox")
@@ -380,7 +370,7 @@ async fn control_commands_answer_in_text_and_json() {
     dead.active_path = Some("Working".into());
     dead.context.insert("steps".into(), serde_json::json!(0));
     stack
-        .store
+        .reader
         .commit(&mut dead, harel_store::Commit::default())
         .await
         .expect("insert");
@@ -422,11 +412,14 @@ async fn control_commands_answer_in_text_and_json() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn trace_prints_a_timeline() {
-    let stack = Stack::new().await;
+    let stack = deploy().await;
     // a traced runner on the same tables writes the trace (the functions' own: trace_functions.rs)
     let defn = harel_lang::load_file(ORDER.as_ref(), Some("Order")).expect("order");
-    let traced = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&stack.sdk), &stack.prefix)
-        .expect("prefix");
+    let traced = DynamoDbStore::new(
+        aws_sdk_dynamodb::Client::new(&stack.moto.sdk),
+        &stack.moto.prefix,
+    )
+    .expect("prefix");
     let runner = DurableRunner::new(traced, [defn])
         .with_registry(harel_app::actions::actions())
         .with_trace(true);
@@ -471,7 +464,7 @@ async fn trace_prints_a_timeline() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn failures_say_what_to_fix() {
-    let stack = Stack::new().await;
+    let stack = deploy().await;
     // the documented exit codes: 2 usage, 3 not found, 4 refused, 5 AWS error
     let code = |out: Output, code: i32| {
         assert_eq!(
@@ -487,7 +480,7 @@ async fn failures_say_what_to_fix() {
         &code(stack.harel(&["show", "nobody"]), 3),
         &format!(
             "no execution \"nobody\" in table {}_executions",
-            stack.prefix
+            stack.moto.prefix
         ),
     );
     has(
@@ -535,7 +528,7 @@ async fn failures_say_what_to_fix() {
                 "create",
                 "Order",
                 "--table-prefix",
-                &stack.prefix,
+                &stack.moto.prefix,
                 "--machines",
                 APP_MACHINES,
             ]),
@@ -572,8 +565,8 @@ async fn failures_say_what_to_fix() {
     let out = Command::new(env!("CARGO_BIN_EXE_harel"))
         .args(["create", "Order", "--id", "env-1"])
         .args(["--machines", APP_MACHINES])
-        .env("HAREL_TABLE_PREFIX", &stack.prefix)
-        .env("HAREL_QUEUE_URL", &stack.queue)
+        .env("HAREL_TABLE_PREFIX", &stack.moto.prefix)
+        .env("HAREL_QUEUE_URL", &stack.moto.queue)
         .output()
         .expect("harel runs");
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -615,16 +608,16 @@ async fn failures_say_what_to_fix() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn stack_outputs_name_the_tables_and_the_queue() {
-    let stack = Stack::new().await;
-    let name = format!("harel-{}", stack.prefix);
+    let stack = deploy().await;
+    let name = format!("harel-{}", stack.moto.prefix);
     let template = serde_json::json!({
         "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
         "Outputs": {
-            "TablePrefix": {"Value": stack.prefix},
-            "QueueUrl": {"Value": stack.queue},
+            "TablePrefix": {"Value": stack.moto.prefix},
+            "QueueUrl": {"Value": stack.moto.queue},
         }
     });
-    aws_sdk_cloudformation::Client::new(&stack.sdk)
+    aws_sdk_cloudformation::Client::new(&stack.moto.sdk)
         .create_stack()
         .stack_name(&name)
         .template_body(template.to_string())
@@ -671,7 +664,7 @@ async fn stack_outputs_name_the_tables_and_the_queue() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
-    let stack = Stack::new().await;
+    let stack = deploy().await;
     let machines = ["--machines", CONTROL_MACHINES];
     for id in ["split-9", "split-8", "plain-9"] {
         let machine = if id.starts_with("split") {
@@ -685,7 +678,7 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
     stack.ok(&["terminate", "split-9"]);
     // a root finished while its regions still run: a live tree, never purged
     let mut half = stack
-        .store
+        .reader
         .load("split-8")
         .await
         .expect("load")
@@ -693,7 +686,7 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
     half.status = harel_model::Status::Cancelled;
     half.finished_at = Some(1.0);
     stack
-        .store
+        .reader
         .commit(&mut half, harel_store::Commit::default())
         .await
         .expect("commit");
@@ -718,7 +711,7 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
         "refused split-8: purge refused: not finished: split-8:",
     );
     assert!(
-        stack.store.load("split-9").await.expect("load").is_some(),
+        stack.reader.load("split-9").await.expect("load").is_some(),
         "a dry run"
     );
 
@@ -736,8 +729,8 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
     ]);
     assert_eq!(text(&out.stdout), "purged: 1\n");
     assert_eq!(out.status.code(), Some(1));
-    assert!(stack.store.load("split-9").await.expect("load").is_none());
-    assert!(stack.store.load("split-8").await.expect("load").is_some());
+    assert!(stack.reader.load("split-9").await.expect("load").is_none());
+    assert!(stack.reader.load("split-8").await.expect("load").is_some());
     let line: Value =
         serde_json::from_str(std::fs::read_to_string(&file).expect("archive").trim_end())
             .expect("one JSON line");
@@ -766,10 +759,10 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
     // the CLI's own commits keep finished work as long as the functions do
     stack.ok(&["terminate", "plain-9", "--retention-days", "2"]);
     let item = stack
-        .store
+        .reader
         .client()
         .get_item()
-        .table_name(stack.store.tables().executions())
+        .table_name(stack.reader.tables().executions())
         .key(
             "id",
             aws_sdk_dynamodb::types::AttributeValue::S("plain-9".into()),
@@ -781,7 +774,7 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
         .cloned()
         .expect("plain-9");
     let finished = stack
-        .store
+        .reader
         .load("plain-9")
         .await
         .expect("load")
@@ -804,7 +797,7 @@ async fn purge_deletes_finished_trees_and_list_scan_reads_the_table() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them() {
-    let stack = Stack::new().await;
+    let stack = deploy().await;
     // nothing to check against: sent all the same (the worker decides), one line says so
     let out = stack.harel(&[
         "create",
@@ -827,7 +820,7 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
     has(notes[0], "HAREL_MACHINES");
     stack.pump().await;
     let exe = stack
-        .store
+        .reader
         .load("free-1")
         .await
         .expect("load")
@@ -847,7 +840,7 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
     // would answer for it (shown with free-2 below). One harel Python wrote last has lost its
     // pin, and then only the machine files can say
     let mut unpinned = stack
-        .store
+        .reader
         .load("free-1")
         .await
         .expect("load")
@@ -855,7 +848,7 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
     assert!(unpinned.pinned_version().is_some(), "the worker pins");
     unpinned.definition_version = None;
     stack
-        .store
+        .reader
         .save(&mut unpinned)
         .await
         .expect("saved unpinned");
@@ -872,7 +865,7 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
     assert_eq!(out.status.code(), Some(2), "usage: {}", text(&out.stderr));
     has(&text(&out.stderr), "redrive checks --to against it");
     let exe = stack
-        .store
+        .reader
         .load("free-1")
         .await
         .expect("load")
@@ -882,7 +875,12 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
     // HAREL_MACHINES gives them when --machines does not: Order has no Cancel transition
     let out = Command::new(env!("CARGO_BIN_EXE_harel"))
         .args(["cancel", "free-1"])
-        .args(["--table-prefix", &stack.prefix, "--queue-url", &stack.queue])
+        .args([
+            "--table-prefix",
+            &stack.moto.prefix,
+            "--queue-url",
+            &stack.moto.queue,
+        ])
         .env("HAREL_MACHINES", APP_MACHINES)
         .output()
         .expect("harel runs");
@@ -917,7 +915,7 @@ async fn without_machines_create_and_send_go_unchecked_and_cancel_asks_for_them(
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn schedules_trigger_starts_an_entry_now() {
-    let stack = Stack::new().await;
+    let stack = deploy().await;
     let file = "../examples/schedules.yaml";
     let args = [
         "schedules",
@@ -933,7 +931,7 @@ async fn schedules_trigger_starts_an_entry_now() {
     assert!(id.starts_with("nightly-orders-20"), "{out}");
     assert_eq!(stack.queued().await, 1, "the create is a message");
     stack.pump().await;
-    let exe = stack.store.load(&id).await.unwrap().expect("created");
+    let exe = stack.reader.load(&id).await.unwrap().expect("created");
     assert_eq!(exe.definition_id, "Order");
     assert_eq!(
         exe.context["items"],

@@ -7,17 +7,14 @@
 //! same entries.
 
 use std::process::{Command, Output};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harel_app::aws::AppWorker;
 use harel_app::Booted;
-use harel_dynamodb::DynamoDbStore;
 use harel_lambda::Role;
 use harel_model::{Object, Status};
-use harel_sqs::SqsTransport;
 use harel_store::prelude::*;
-use harel_testkit::{config_from, pump, MotoStack};
+use harel_testkit::{config_from, Deployed, MotoStack};
 use serde_json::{json, Value};
 
 /// The ring size the functions are configured with here: the parent's six steps overflow it.
@@ -25,16 +22,6 @@ const TRACE_MAX: usize = 4;
 
 /// The machines the functions run, for the CLI's checks before it sends.
 const APP_MACHINES: &str = "../functions/app/machines";
-
-struct Stack {
-    prefix: String,
-    queue: String,
-    source: SqsTransport,
-    worker: Arc<AppWorker>,
-    /// The relay function, booted from the same settings.
-    relay: Booted,
-    store: DynamoDbStore,
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -44,42 +31,41 @@ fn has(haystack: &str, needle: &str) {
     assert!(haystack.contains(needle), "{needle:?} not in:\n{haystack}");
 }
 
-impl Stack {
-    /// Tables, queues and the worker as `boot(Role::Worker)` builds it from `env`.
-    async fn new(trace: &str) -> Stack {
-        let moto = MotoStack::new("tr").await;
-        let store = moto.store();
-        moto.create_idempotency_table(&aws_sdk_dynamodb::Client::new(&moto.sdk))
-            .await;
-        let trace_max = TRACE_MAX.to_string();
-        let config = moto.config(&[("HAREL_TRACE", trace), ("HAREL_TRACE_MAX", &trace_max)]);
-        let booted = harel_app::aws::boot_with(Role::Worker, config, &moto.sdk)
-            .await
-            .expect("the worker boots");
-        let settings = moto.settings(&[("HAREL_TRACE", trace), ("HAREL_TRACE_MAX", &trace_max)]);
-        let pairs: Vec<(&str, &str)> = settings
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect();
-        let relay =
-            harel_app::aws::boot_with(Role::Relay, config_from(Role::Relay, &pairs), &moto.sdk)
-                .await
-                .expect("the relay boots");
-        Stack {
-            source: moto.source(),
-            prefix: moto.prefix,
-            queue: moto.queue,
-            worker: booted.into_worker(),
-            relay,
-            store,
-        }
-    }
+/// The stack (the one fixture) with the worker as `boot(Role::Worker)` builds it from the
+/// stack's settings, and the relay function booted from the same settings.
+async fn deploy(trace: &str) -> (Deployed<AppWorker>, Booted) {
+    let moto = MotoStack::new("tr").await;
+    moto.create_idempotency_table(&aws_sdk_dynamodb::Client::new(&moto.sdk))
+        .await;
+    let trace_max = TRACE_MAX.to_string();
+    let config = moto.config(&[("HAREL_TRACE", trace), ("HAREL_TRACE_MAX", &trace_max)]);
+    let booted = harel_app::aws::boot_with(Role::Worker, config, &moto.sdk)
+        .await
+        .expect("the worker boots");
+    let settings = moto.settings(&[("HAREL_TRACE", trace), ("HAREL_TRACE_MAX", &trace_max)]);
+    let pairs: Vec<(&str, &str)> = settings
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let relay = harel_app::aws::boot_with(Role::Relay, config_from(Role::Relay, &pairs), &moto.sdk)
+        .await
+        .expect("the relay boots");
+    (Deployed::with_worker(moto, booted.into_worker()), relay)
+}
 
+/// The operator's side of the stack: the built `harel` binary against its tables and queue.
+trait Operator {
+    fn harel(&self, args: &[&str]) -> Output;
+    fn ok(&self, args: &[&str]) -> String;
+    async fn run_shop_order(&self, id: &str);
+}
+
+impl Operator for Deployed<AppWorker> {
     /// The built `harel` binary against these tables and this queue.
     fn harel(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_harel"))
             .args(args)
-            .args(["--table-prefix", &self.prefix, "--queue-url", &self.queue])
+            .args(["--table-prefix", self.prefix(), "--queue-url", self.queue()])
             .env_remove("HAREL_TABLE_PREFIX")
             .env_remove("HAREL_QUEUE_URL")
             .env_remove("HAREL_MACHINES")
@@ -95,11 +81,6 @@ impl Stack {
             text(&out.stderr)
         );
         text(&out.stdout)
-    }
-
-    /// What the Lambda event source does: every message to the worker until none is left.
-    async fn pump(&self) {
-        pump(&self.source, &self.worker).await;
     }
 
     /// A ShopOrder through the functions to its success terminal: create, PlaceOrder,
@@ -125,7 +106,7 @@ impl Stack {
             self.ok(&["send", id, "-e", event, "--machines", APP_MACHINES]);
             self.pump().await;
         }
-        let exe = self.store.load(id).await.expect("load").expect("exists");
+        let exe = self.reader.load(id).await.expect("load").expect("exists");
         assert_eq!(
             (exe.status, exe.outcome.as_deref()),
             (Status::Done, Some("success")),
@@ -190,13 +171,13 @@ print(json.dumps({i: store.read_trace(i) for i in sys.argv[2:]}))
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn the_functions_write_harels_trace_and_harel_trace_shows_it() {
-    let stack = Stack::new("true").await;
+    let (stack, _) = deploy("true").await;
     let id = "shop-traced";
     stack.run_shop_order(id).await;
 
     // six steps (Start, PlaceOrder, PaymentAuthorized, Finished x2, Delivered) in a ring of
     // four: indexes 2..=5 kept, 0 and 1 deleted in the commits of 4 and 5
-    let trace = stack.store.read_trace(id).await.expect("trace");
+    let trace = stack.reader.read_trace(id).await.expect("trace");
     let indexes: Vec<u64> = trace
         .iter()
         .map(|s| s["index"].as_u64().expect("an index"))
@@ -226,11 +207,11 @@ async fn the_functions_write_harels_trace_and_harel_trace_shows_it() {
     assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "{stamps:?}");
 
     // the regions the worker started: their start is a traced step too
-    let exe = stack.store.load(id).await.expect("load").expect("exists");
+    let exe = stack.reader.load(id).await.expect("load").expect("exists");
     let regions: Vec<harel_model::SmolStr> = exe.children.keys().cloned().collect();
     assert_eq!(regions.len(), 2, "{:?}", exe.children);
     for region in &regions {
-        let steps = stack.store.read_trace(region).await.expect("trace");
+        let steps = stack.reader.read_trace(region).await.expect("trace");
         assert_eq!(steps.len(), 1, "{region}: {steps:?}");
         assert_eq!(steps[0]["event_kind"], json!("Start"));
         assert_eq!(steps[0]["from_path"], Value::Null);
@@ -247,9 +228,9 @@ async fn the_functions_write_harels_trace_and_harel_trace_shows_it() {
     // harel Python reads the same entries, index for index
     let mut ids = vec![id];
     ids.extend(regions.iter().map(|r| r.as_str()));
-    let python = harel_read_trace(&stack.prefix, &ids);
+    let python = harel_read_trace(&stack.moto.prefix, &ids);
     for each in &ids {
-        let ours = stack.store.read_trace(each).await.expect("trace");
+        let ours = stack.reader.read_trace(each).await.expect("trace");
         assert_eq!(python[*each], json!(ours), "{each}");
     }
 
@@ -272,10 +253,10 @@ async fn the_functions_write_harels_trace_and_harel_trace_shows_it() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn with_the_trace_off_the_functions_write_none() {
-    let stack = Stack::new("false").await;
+    let (stack, _) = deploy("false").await;
     let id = "shop-untraced";
     stack.run_shop_order(id).await;
-    assert!(stack.store.read_trace(id).await.expect("trace").is_empty());
+    assert!(stack.reader.read_trace(id).await.expect("trace").is_empty());
     let out = stack.ok(&["trace", id]);
     has(&out, "0 steps");
 }
@@ -283,7 +264,7 @@ async fn with_the_trace_off_the_functions_write_none() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_region_the_relay_starts_after_a_crash_is_traced() {
-    let stack = Stack::new("true").await;
+    let (stack, relay) = deploy("true").await;
     let id = "shop-crashed";
     stack.ok(&[
         "create",
@@ -297,34 +278,28 @@ async fn a_region_the_relay_starts_after_a_crash_is_traced() {
     stack.ok(&["send", id, "-e", "PlaceOrder", "--machines", APP_MACHINES]);
     stack.pump().await;
     // a worker commits PaymentAuthorized (the fork) and dies before delivering its spawns
-    let mut exe = stack.store.load(id).await.expect("load").expect("exists");
+    let mut exe = stack.reader.load(id).await.expect("load").expect("exists");
     let paid = harel_model::Event::new("PaymentAuthorized").with_data(
         json!({"amount": 20.0})
             .as_object()
             .cloned()
             .expect("an object"),
     );
-    let stepped = stack
-        .relay
+    let stepped = relay
         .driver
-        .step(&stack.relay.store, &mut exe, Some(&paid))
+        .step(&relay.store, &mut exe, Some(&paid))
         .await
         .expect("the step commits");
     assert_eq!(stepped.spawns.len(), 2);
     // the relay creates and starts the regions: each start is a traced step
     let deadline = Instant::now() + Duration::from_secs(60);
-    let report = harel_lambda::relay(
-        &stack.relay.store,
-        &stack.relay.transport,
-        &stack.relay.driver,
-        deadline,
-    )
-    .await
-    .expect("relay");
+    let report = harel_lambda::relay(&relay.store, &relay.transport, &relay.driver, deadline)
+        .await
+        .expect("relay");
     assert_eq!(report.delivered.children_created, 2);
     for spawn in &stepped.spawns {
         let steps = stack
-            .store
+            .reader
             .read_trace(&spawn.child_id)
             .await
             .expect("trace");
@@ -334,10 +309,10 @@ async fn a_region_the_relay_starts_after_a_crash_is_traced() {
     }
     // their Finished reach the parent through the queue: the join moves it on
     stack.pump().await;
-    let exe = stack.store.load(id).await.expect("load").expect("exists");
+    let exe = stack.reader.load(id).await.expect("load").expect("exists");
     assert_eq!(exe.active_path.as_deref(), Some("Shipping"));
     // Start, PlaceOrder, PaymentAuthorized, Finished, Finished: the ring of four dropped 0
-    let trace = stack.store.read_trace(id).await.expect("trace");
+    let trace = stack.reader.read_trace(id).await.expect("trace");
     let indexed: Vec<(u64, &str)> = trace
         .iter()
         .map(|s| {

@@ -10,10 +10,9 @@ use std::process::{Command, Output};
 use harel_model::{Event, Execution, Object};
 use harel_runtime::versions::version_of_definition;
 use harel_runtime::{ActionRegistry, Driver};
-use harel_sqs::{create_body, SqsTransport};
+use harel_sqs::create_body;
 use harel_store::prelude::*;
-use harel_testkit::{pump, send, MotoStack, MotoWorker};
-use std::sync::Arc;
+use harel_testkit::Deployed;
 
 const V1: &str = r#"
 event Go {}
@@ -61,44 +60,41 @@ fn version(dir: &Path) -> String {
     version_of_definition(&defn).expect("a version")
 }
 
-struct Stack {
-    prefix: String,
-    source: SqsTransport,
-    worker: Arc<MotoWorker>,
-    reader: harel_dynamodb::DynamoDbStore,
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-impl Stack {
-    async fn new(v1: &Path) -> Stack {
-        let moto = MotoStack::new("cv").await;
-        let defn = harel_lang::load_file(&v1.join("m.stm"), Some("M")).expect("M");
-        let worker = moto.worker(Driver::new(vec![defn], ActionRegistry::with_stdlib()), &[]);
-        Stack {
-            source: moto.source(),
-            reader: moto.store(),
-            prefix: moto.prefix,
-            worker,
-        }
-    }
+/// The stack (the one fixture) with a worker on v1, and the operator's side of it: the built
+/// `harel` binary against its tables.
+async fn deploy(v1: &Path) -> Deployed {
+    let defn = harel_lang::load_file(&v1.join("m.stm"), Some("M")).expect("M");
+    Deployed::start(
+        "cv",
+        Driver::new(vec![defn], ActionRegistry::with_stdlib()),
+        &[],
+    )
+    .await
+}
 
+trait Operator {
+    async fn start(&self, id: &str, kind: &str);
+    fn harel(&self, args: &[&str]) -> Output;
+    fn ok(&self, args: &[&str]) -> String;
+}
+
+impl Operator for Deployed {
+    /// Create `id` and send it `kind`, then let the worker run.
     async fn start(&self, id: &str, kind: &str) {
-        send(&self.source, id, create_body("M", Object::new(), Some(id))).await;
-        send(&self.source, id, Event::new(kind).to_json()).await;
-        pump(&self.source, &self.worker).await;
-    }
-
-    async fn load(&self, id: &str) -> Execution {
-        self.reader.load(id).await.expect("load").expect("stored")
+        self.send(id, create_body("M", Object::new(), Some(id)))
+            .await;
+        self.send(id, Event::new(kind).to_json()).await;
+        self.pump().await;
     }
 
     fn harel(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_harel"))
             .args(args)
-            .args(["--table-prefix", &self.prefix])
+            .args(["--table-prefix", self.prefix()])
             .env_remove("HAREL_TABLE_PREFIX")
             .env_remove("HAREL_QUEUE_URL")
             .env_remove("HAREL_STACK")
@@ -131,7 +127,7 @@ async fn show_list_deploy_check_and_migrate() {
     let v2_dir = dir_with("v2", &tag, V2);
     let (v1, v2) = (version(&v1_dir), version(&v2_dir));
     let v2_dir_s = v2_dir.display().to_string();
-    let stack = Stack::new(&v1_dir).await;
+    let stack = deploy(&v1_dir).await;
     stack.start("a", "Go").await;
     stack.start("p", "Hold").await;
 

@@ -1,6 +1,10 @@
 //! The README's crate table is the workspace's dependency graph: each crate with the harel
 //! crates it depends on (normal dependencies, as `cargo tree -e normal --workspace --depth 1`
 //! shows them). A dependency added or removed without the README saying so fails here.
+//!
+//! And the crates are layered: every harel dependency, normal, dev or build, points to a
+//! strictly lower layer (`LAYERS`), so a crate's tests and benchmarks never build a crate
+//! above it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -17,8 +21,86 @@ fn root() -> PathBuf {
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
-/// Each workspace package with its normal dependencies on other harel crates.
-fn cargo_graph() -> Graph {
+/// The workspace's layers, lowest first: a crate may depend (normally, for its tests, or for
+/// its build) only on crates of a lower layer. The ranks follow what each crate is for:
+/// - the vocabulary and what needs no harel crate at all (the test wire harness among them,
+///   so that any crate's tests may use it);
+/// - what reads or stores that vocabulary: the language, the store and queue ports, the
+///   idempotency layer;
+/// - the engine (its tests read machines through the language) and the adapters and
+///   services on the ports (DynamoDB, SQS, the schedules);
+/// - the control plane (on the engine); then the host (`harel-runtime`, which runs control
+///   commands);
+/// - what runs on the host: remote actions and the Lambda adapter; then the hooks (which call
+///   remote actions), then the HTTP API (which serves the hooks);
+/// - the stack fixture the functions' tests share (`harel-testkit`: a worker on moto);
+/// - the sample application; the deployable functions and the CLI;
+/// - the integration tests and the benchmarks, which may drive anything.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "vocabulary",
+        &[
+            "harel-model",
+            "harel-fuzzing",
+            "harel-stack",
+            "harel-testwire",
+        ],
+    ),
+    (
+        "language and ports",
+        &[
+            "harel-lang",
+            "harel-store",
+            "harel-queue",
+            "harel-idempotency",
+        ],
+    ),
+    (
+        "engine and adapters",
+        &[
+            "harel-engine",
+            "harel-dynamodb",
+            "harel-sqs",
+            "harel-schedule",
+        ],
+    ),
+    ("control plane", &["harel-control"]),
+    ("host", &["harel-runtime"]),
+    ("on the host", &["harel-remote", "harel-lambda"]),
+    ("hooks", &["harel-hooks"]),
+    ("HTTP API", &["harel-api"]),
+    ("stack fixture", &["harel-testkit"]),
+    ("sample application", &["harel-app"]),
+    (
+        "functions and CLI",
+        &[
+            "harel-worker",
+            "harel-relay",
+            "harel-sweeper",
+            "harel-charge",
+            "harel-api-function",
+            "harel-cli",
+        ],
+    ),
+    (
+        "integration tests and benchmarks",
+        &["harel-tests", "harel-benches"],
+    ),
+];
+
+/// A crate's layer: (rank, name).
+fn layer_of(krate: &str) -> Option<(usize, &'static str)> {
+    LAYERS
+        .iter()
+        .enumerate()
+        .find(|(_, (_, crates))| crates.contains(&krate))
+        .map(|(rank, (name, _))| (rank, *name))
+}
+
+/// One harel dependency edge: (from, to, kind: "normal", "dev" or "build").
+type Edge = (String, String, String);
+
+fn metadata() -> Value {
     let out = Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -35,7 +117,48 @@ fn cargo_graph() -> Graph {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let metadata: Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    serde_json::from_slice(&out.stdout).expect("metadata JSON")
+}
+
+/// Every harel dependency edge of every workspace package, whatever its kind.
+fn cargo_edges() -> Vec<Edge> {
+    let metadata = metadata();
+    let mut edges = Vec::new();
+    for package in metadata["packages"].as_array().expect("packages") {
+        let name = package["name"].as_str().expect("name");
+        for d in package["dependencies"].as_array().expect("dependencies") {
+            let to = d["name"].as_str().expect("dependency name");
+            if !to.starts_with("harel-") {
+                continue;
+            }
+            let kind = d["kind"].as_str().unwrap_or("normal");
+            edges.push((name.to_string(), to.to_string(), kind.to_string()));
+        }
+    }
+    edges.sort();
+    edges.dedup();
+    edges
+}
+
+/// The edges that do not point to a strictly lower layer, each named. A crate may name
+/// itself (`harel-store` dev-depends on itself to turn on its `contract` feature).
+fn upward(edges: &[Edge]) -> Vec<String> {
+    edges
+        .iter()
+        .filter(|(from, to, _)| from != to)
+        .filter_map(|(from, to, kind)| {
+            let (f, fl) = layer_of(from)?;
+            let (t, tl) = layer_of(to)?;
+            (t >= f).then(|| {
+                format!("{from} ({fl}, layer {f}) -> {to} ({tl}, layer {t}) [{kind} dependency]")
+            })
+        })
+        .collect()
+}
+
+/// Each workspace package with its normal dependencies on other harel crates.
+fn cargo_graph() -> Graph {
+    let metadata = metadata();
     let mut graph = Graph::new();
     for package in metadata["packages"].as_array().expect("packages") {
         let name = package["name"].as_str().expect("name").to_string();
@@ -115,4 +238,70 @@ fn the_lambda_adapter_and_the_cli_do_not_depend_on_each_other() {
     );
     // the engine stays pure: no IO crate below it
     assert!(graph["harel-engine"].iter().all(|d| d == "harel-model"));
+}
+
+#[test]
+fn every_crate_has_a_layer() {
+    let metadata = metadata();
+    let missing: Vec<&str> = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .filter(|name| layer_of(name).is_none())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "crates with no layer in LAYERS (tests/tests/architecture.rs): {missing:?}"
+    );
+    let listed: Vec<&str> = LAYERS.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+    let unknown: Vec<&&str> = listed
+        .iter()
+        .filter(|c| {
+            !metadata["packages"]
+                .as_array()
+                .expect("packages")
+                .iter()
+                .any(|p| p["name"].as_str() == Some(**c))
+        })
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "LAYERS lists crates the workspace lacks: {unknown:?}"
+    );
+}
+
+#[test]
+fn dependencies_point_down_only_normal_dev_and_build_alike() {
+    let edges = cargo_edges();
+    assert!(
+        edges.iter().any(|(_, _, kind)| kind == "dev"),
+        "the metadata shows dev dependencies"
+    );
+    let up = upward(&edges);
+    assert!(
+        up.is_empty(),
+        "{} dependencies point up or across (a crate may depend only on a lower layer):\n  {}",
+        up.len(),
+        up.join("\n  ")
+    );
+}
+
+#[test]
+fn the_layer_rule_names_an_upward_edge() {
+    let edge = |from: &str, to: &str, kind: &str| (from.into(), to.into(), kind.into());
+    let up = upward(&[
+        edge("harel-dynamodb", "harel-lambda", "dev"),
+        edge("harel-lambda", "harel-dynamodb", "normal"),
+        edge("harel-store", "harel-store", "dev"),
+        edge("harel-engine", "harel-lang", "dev"),
+        edge("harel-sqs", "harel-dynamodb", "build"),
+    ]);
+    assert_eq!(
+        up,
+        [
+            "harel-dynamodb (engine and adapters, layer 2) -> harel-lambda (on the host, layer 5) [dev dependency]",
+            "harel-sqs (engine and adapters, layer 2) -> harel-dynamodb (engine and adapters, layer 2) [build dependency]",
+        ]
+    );
 }

@@ -9,14 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harel_lambda::{sweep_once, Handled};
-use harel_model::{Definition, Event, Execution, Object, Status};
+use harel_model::{Definition, Event, Object, Status};
 use harel_runtime::DeliverError;
 use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
 use harel_sqs::create_body;
-use harel_sqs::SqsTransport;
 use harel_store::prelude::*;
-use harel_testkit::{pump, send, MotoStack, MotoWorker};
+use harel_testkit::Deployed;
 use serde_json::json;
 
 const MACHINES: &str = r#"
@@ -87,51 +86,18 @@ fn definitions() -> Vec<Definition> {
         .collect()
 }
 
-type AppWorker = MotoWorker;
-
-struct Stack {
-    source: SqsTransport,
-    worker: Arc<AppWorker>,
-    clock: ManualClock,
-}
-
-impl Stack {
-    async fn new() -> Stack {
-        let moto = MotoStack::new("sub").await;
-        let clock = ManualClock::new(1_700_000_000.0);
-        let driver = Driver::new(definitions(), ActionRegistry::with_stdlib())
-            .with_clock(Arc::new(clock.clone()));
-        Stack {
-            source: moto.source(),
-            worker: moto.worker(driver, &[]),
-            clock,
-        }
-    }
-
-    async fn send(&self, group: &str, body: String) {
-        send(&self.source, group, body).await;
-    }
-
-    /// Batches, as the Lambda event source hands them over, until the queue is empty; every
-    /// record must succeed.
-    async fn pump(&self) -> Vec<Handled> {
-        pump(&self.source, &self.worker).await
-    }
-
-    async fn load(&self, id: &str) -> Execution {
-        self.worker
-            .store
-            .load(id)
-            .await
-            .expect("load")
-            .unwrap_or_else(|| panic!("{id} exists"))
-    }
+/// The stack with a worker over the machines, on a manual clock.
+async fn stack() -> (Deployed, ManualClock) {
+    let clock = ManualClock::new(1_700_000_000.0);
+    let driver = Driver::new(definitions(), ActionRegistry::with_stdlib())
+        .with_clock(Arc::new(clock.clone()));
+    (Deployed::start("sub", driver, &[]).await, clock)
 }
 
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn an_invoke_then_a_fan_out_run_to_the_terminal_over_dynamodb_and_sqs() {
-    let stack = Stack::new().await;
+    let (stack, _) = stack().await;
     let id = "order-1";
     stack
         .send(id, create_body("Order", Object::new(), Some(id)))
@@ -200,7 +166,7 @@ async fn an_invoke_then_a_fan_out_run_to_the_terminal_over_dynamodb_and_sqs() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn reset_cancels_the_running_child_and_the_fresh_one_returns_on_its_timer() {
-    let stack = Stack::new().await;
+    let (stack, clock) = stack().await;
     let id = "patient-1";
     stack
         .send(id, create_body("Patient", Object::new(), Some(id)))
@@ -228,14 +194,10 @@ async fn reset_cancels_the_running_child_and_the_fresh_one_returns_on_its_timer(
     assert_eq!(fresh.definition_fqn.as_deref(), Some("Patient#Wait"));
 
     // the sweeper fires the children's timers; the fresh child's return ends the parent
-    stack.clock.advance(30.0);
-    let fired = sweep_once(
-        &stack.worker.store,
-        &stack.worker.transport,
-        stack.clock.now(),
-    )
-    .await
-    .expect("sweep");
+    clock.advance(30.0);
+    let fired = sweep_once(&stack.worker.store, &stack.worker.transport, clock.now())
+        .await
+        .expect("sweep");
     assert!(fired >= 1, "the fresh child's timer is due");
     stack.pump().await;
     let parent = stack.load(id).await;
@@ -251,7 +213,7 @@ async fn reset_cancels_the_running_child_and_the_fresh_one_returns_on_its_timer(
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn an_unknown_submachine_is_a_clear_error_and_the_spawn_stays() {
-    let stack = Stack::new().await;
+    let (stack, _) = stack().await;
     let id = "broken-1";
     stack
         .send(id, create_body("Broken", Object::new(), Some(id)))

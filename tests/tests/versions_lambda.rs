@@ -7,10 +7,8 @@
 
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use harel_control::{migrate, PathMap};
 use harel_dynamodb::DynamoDbStore;
 use harel_lambda::{sweep_once, Worker};
@@ -19,7 +17,7 @@ use harel_runtime::{versions, ActionRegistry, Clock, Driver, ManualClock};
 use harel_sqs::{create_body, SqsTransport};
 use harel_store::prelude::*;
 use harel_store::DefinitionDoc;
-use harel_testkit::{pump, send, MotoStack};
+use harel_testkit::{pump, send, MotoStack, Recorder};
 use harel_tests::differential::harel_python;
 
 const V1: &str = r#"
@@ -61,38 +59,6 @@ fn machine(text: &str) -> Definition {
     harel_lang::load_str(text, Some("M"), "m.stm").expect("M builds")
 }
 
-/// Counts DynamoDB requests by operation (the `X-Amz-Target` header).
-#[derive(Clone, Debug, Default)]
-struct Counter(Arc<Mutex<BTreeMap<String, usize>>>);
-
-impl Counter {
-    fn take(&self) -> BTreeMap<String, usize> {
-        std::mem::take(&mut *self.0.lock().expect("lock"))
-    }
-}
-
-impl Intercept for Counter {
-    fn name(&self) -> &'static str {
-        "RequestCounter"
-    }
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let op = context
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .unwrap_or("unknown")
-            .trim_start_matches("DynamoDB_20120810.")
-            .to_string();
-        *self.0.lock().expect("lock").entry(op).or_default() += 1;
-        Ok(())
-    }
-}
-
 type AppWorker = Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>;
 
 struct Stack {
@@ -115,11 +81,11 @@ impl Stack {
 
     /// A worker as a freshly deployed function builds it: `machines` compiled in, nothing
     /// cached, its DynamoDB requests counted.
-    fn deploy(&self, machines: Vec<Definition>) -> (Arc<AppWorker>, Counter) {
-        let counter = Counter::default();
+    fn deploy(&self, machines: Vec<Definition>) -> (Arc<AppWorker>, Recorder) {
+        let counter = Recorder::new();
         let ddb = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(&self.moto.sdk)
-                .interceptor(counter.clone())
+                .http_client(counter.http_client())
                 .build(),
         );
         let store = DynamoDbStore::new(ddb, &self.moto.prefix).expect("prefix");
@@ -169,7 +135,7 @@ async fn an_execution_keeps_its_version_across_a_deploy_and_a_new_one_takes_the_
 
     let (first, counter) = stack.deploy(vec![machine(V1)]);
     stack.create(&first, "old").await;
-    let created = counter.take();
+    let created = counter.take().by_operation();
     // the version is kept in the create's own transaction: no request of its own
     assert_eq!(created.get("PutItem"), None, "{created:?}");
     stack.event(&first, "old", "Go").await;
@@ -185,7 +151,7 @@ async fn an_execution_keeps_its_version_across_a_deploy_and_a_new_one_takes_the_
     assert_eq!(kept.machine, "M");
     counter.take();
     stack.create(&first, "old2").await;
-    let again = counter.take();
+    let again = counter.take().by_operation();
     assert_eq!(created, again, "the second create costs what the first did");
     stack.event(&first, "old2", "Go").await;
 
@@ -195,9 +161,9 @@ async fn an_execution_keeps_its_version_across_a_deploy_and_a_new_one_takes_the_
     let done = stack.load("old").await;
     assert_eq!(done.status, Status::Done, "{done:?}");
     assert_eq!(done.pinned_version(), Some(v1.as_str()));
-    let first_event = counter.take();
+    let first_event = counter.take().by_operation();
     stack.event(&second, "old2", "Finish").await;
-    let second_event = counter.take();
+    let second_event = counter.take().by_operation();
     assert_eq!(stack.load("old2").await.status, Status::Done);
     // v1 is read from the store once by this process: the next event costs what any does
     // v1 is read from the store once by this process (one GetItem); the next event costs

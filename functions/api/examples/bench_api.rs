@@ -6,16 +6,12 @@
 //! (under scripts/with-moto.sh).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use aws_sdk_dynamodb::config::interceptors::{
-    BeforeDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
-};
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use harel_dynamodb::DynamoDbStore;
 use harel_lambda::Worker;
 use harel_sqs::SqsTransport;
-use harel_testkit::{pump, MotoStack};
+use harel_testkit::{pump, MotoStack, Recorder};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -23,76 +19,23 @@ use tower::ServiceExt;
 const STRIPE_SECRET: &str = "whsec_bench";
 const CALLBACK_SECRET: &str = "0123456789abcdef0123456789abcdef-bench";
 
-/// Requests by operation and the read capacity units the answers report, for one client.
-#[derive(Clone, Debug, Default)]
-struct Counter(Arc<Mutex<(BTreeMap<String, usize>, f64)>>);
-
-impl Counter {
-    fn take(&self) -> (BTreeMap<String, usize>, f64) {
-        std::mem::take(&mut *self.0.lock().expect("lock"))
-    }
+/// Requests by operation and the read capacity units the answers report, since the last
+/// take, for one pair of clients.
+fn take(counter: &Recorder) -> (BTreeMap<String, usize>, f64) {
+    let tally = counter.take();
+    (tally.by_operation(), tally.consumed_units())
 }
 
-impl Intercept for Counter {
-    fn name(&self) -> &'static str {
-        "BenchCounter"
-    }
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let headers = context.request().headers();
-        // DynamoDB names its operation in X-Amz-Target; SQS (JSON protocol) too
-        let op = headers
-            .get("x-amz-target")
-            .unwrap_or("unknown")
-            .rsplit('.')
-            .next()
-            .unwrap_or("unknown")
-            .to_string();
-        *self.0.lock().expect("lock").0.entry(op).or_default() += 1;
-        Ok(())
-    }
-    fn read_before_deserialization(
-        &self,
-        context: &BeforeDeserializationInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let Some(bytes) = context.response().body().bytes() else {
-            return Ok(());
-        };
-        let Ok(body) = serde_json::from_slice::<Value>(bytes) else {
-            return Ok(());
-        };
-        let units = |c: &Value| {
-            c["ReadCapacityUnits"]
-                .as_f64()
-                .or(c["CapacityUnits"].as_f64())
-                .unwrap_or(0.0)
-        };
-        let read = match &body["ConsumedCapacity"] {
-            Value::Array(all) => all.iter().map(units).sum(),
-            c @ Value::Object(_) => units(c),
-            _ => 0.0,
-        };
-        self.0.lock().expect("lock").1 += read;
-        Ok(())
-    }
-}
-
-fn counted(stack: &MotoStack) -> (DynamoDbStore, SqsTransport, Counter) {
-    let counter = Counter::default();
+fn counted(stack: &MotoStack) -> (DynamoDbStore, SqsTransport, Recorder) {
+    let counter = Recorder::new();
     let ddb = aws_sdk_dynamodb::Client::from_conf(
         aws_sdk_dynamodb::config::Builder::from(&stack.sdk)
-            .interceptor(counter.clone())
+            .http_client(counter.http_client())
             .build(),
     );
     let sqs = aws_sdk_sqs::Client::from_conf(
         aws_sdk_sqs::config::Builder::from(&stack.sdk)
-            .interceptor(counter.clone())
+            .http_client(counter.http_client())
             .build(),
     );
     let store = DynamoDbStore::new(ddb, &stack.prefix).expect("prefix");
@@ -218,12 +161,12 @@ async fn main() {
         )
         .await;
     }
-    let api = api_counter.take();
+    let api = take(&api_counter);
     pump(&source, &worker).await;
     rows.push(Row {
         what: "create",
         api,
-        worker: Some(worker_counter.take()),
+        worker: Some(take(&worker_counter)),
     });
 
     for i in 0..n {
@@ -235,12 +178,12 @@ async fn main() {
         )
         .await;
     }
-    let api = api_counter.take();
+    let api = take(&api_counter);
     pump(&source, &worker).await;
     rows.push(Row {
         what: "send (1 event)",
         api,
-        worker: Some(worker_counter.take()),
+        worker: Some(take(&worker_counter)),
     });
 
     for i in 0..n {
@@ -248,7 +191,7 @@ async fn main() {
     }
     rows.push(Row {
         what: "show",
-        api: api_counter.take(),
+        api: take(&api_counter),
         worker: None,
     });
     for _ in 0..n {
@@ -262,7 +205,7 @@ async fn main() {
     }
     rows.push(Row {
         what: "list (page of 10)",
-        api: api_counter.take(),
+        api: take(&api_counter),
         worker: None,
     });
     for i in 0..n {
@@ -270,7 +213,7 @@ async fn main() {
     }
     rows.push(Row {
         what: "suspend",
-        api: api_counter.take(),
+        api: take(&api_counter),
         worker: None,
     });
 
@@ -284,9 +227,9 @@ async fn main() {
         )
         .await;
     }
-    api_counter.take();
+    take(&api_counter);
     pump(&source, &worker).await;
-    worker_counter.take();
+    take(&worker_counter);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -310,12 +253,12 @@ async fn main() {
         )
         .await;
     }
-    let api = api_counter.take();
+    let api = take(&api_counter);
     pump(&source, &worker).await;
     rows.push(Row {
         what: "webhook (Stripe)",
         api,
-        worker: Some(worker_counter.take()),
+        worker: Some(take(&worker_counter)),
     });
     // the same deliveries again, the orders DONE: answered `duplicate`, nothing enqueued
     for i in 0..n {
@@ -333,7 +276,7 @@ async fn main() {
     }
     rows.push(Row {
         what: "webhook, a retry",
-        api: api_counter.take(),
+        api: take(&api_counter),
         worker: None,
     });
 
@@ -358,8 +301,8 @@ async fn main() {
                 .to_string(),
         );
     }
-    api_counter.take();
-    worker_counter.take();
+    take(&api_counter);
+    take(&worker_counter);
     for token in &tokens {
         call(
             &router,
@@ -369,12 +312,12 @@ async fn main() {
         )
         .await;
     }
-    let api = api_counter.take();
+    let api = take(&api_counter);
     pump(&source, &worker).await;
     rows.push(Row {
         what: "callback complete",
         api,
-        worker: Some(worker_counter.take()),
+        worker: Some(take(&worker_counter)),
     });
     let _ = std::fs::remove_dir_all(&layer);
 

@@ -6,8 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
 use harel_lambda::{Handled, RecordError, Role, Worker};
@@ -18,38 +16,7 @@ use harel_sqs::create_body;
 use harel_sqs::{MemoryTransport, SqsTransport, Transport, REASON_ATTRIBUTE};
 use harel_store::prelude::*;
 use harel_store::MemoryStore;
-use harel_testkit::{config_from, memory_pump, pump, records, relay, send, MotoStack};
-
-/// Counts AWS requests by operation (the `X-Amz-Target` header of the JSON protocols).
-#[derive(Clone, Debug, Default)]
-struct Counter(Arc<Mutex<BTreeMap<String, usize>>>);
-
-impl Counter {
-    fn snapshot(&self) -> BTreeMap<String, usize> {
-        self.0.lock().expect("lock").clone()
-    }
-}
-
-impl Intercept for Counter {
-    fn name(&self) -> &'static str {
-        "RequestCounter"
-    }
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let op = context
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .unwrap_or("unknown")
-            .to_string();
-        *self.0.lock().expect("lock").entry(op).or_default() += 1;
-        Ok(())
-    }
-}
+use harel_testkit::{config_from, memory_pump, pump, records, relay, send, MotoStack, Recorder};
 
 fn driver(clock: ManualClock) -> Driver {
     Driver::new(
@@ -80,7 +47,7 @@ struct Aws {
     worker: Arc<Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>>,
     clock: ManualClock,
     dlq: String,
-    counter: Counter,
+    counter: Recorder,
     phases: Mutex<Vec<(String, BTreeMap<String, usize>)>>,
 }
 
@@ -90,15 +57,16 @@ async fn aws() -> Aws {
 
 /// The stack's worker with the idempotency layer, configured with `extra` settings.
 async fn aws_with(moto: MotoStack, extra: &[(&str, &str)]) -> Aws {
-    let counter = Counter::default();
+    // the functions' AWS requests, counted on the wire by operation
+    let counter = Recorder::new();
     let ddb = aws_sdk_dynamodb::Client::from_conf(
         aws_sdk_dynamodb::config::Builder::from(&moto.sdk)
-            .interceptor(counter.clone())
+            .http_client(counter.http_client())
             .build(),
     );
     let sqs = aws_sdk_sqs::Client::from_conf(
         aws_sdk_sqs::config::Builder::from(&moto.sdk)
-            .interceptor(counter.clone())
+            .http_client(counter.http_client())
             .build(),
     );
     let store = DynamoDbStore::new(ddb.clone(), &moto.prefix).expect("prefix");
@@ -172,7 +140,7 @@ impl Bus for Aws {
         self.phases
             .lock()
             .expect("lock")
-            .push((phase.to_string(), self.counter.snapshot()));
+            .push((phase.to_string(), self.counter.peek().by_operation()));
     }
 }
 
@@ -314,25 +282,20 @@ async fn flow_on_moto_matches_the_in_memory_run() {
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn requests_per_event_on_moto() {
     let aws = aws().await;
-    let before = aws.counter.snapshot();
+    let before = aws.counter.peek().by_operation();
     flow_scenario(&aws, "bench-1").await;
     let mut previous = before.clone();
     eprintln!("AWS requests of the functions, per phase:");
     for (phase, at) in aws.phases.lock().expect("lock").iter() {
         let diff: BTreeMap<&str, usize> = at
             .iter()
-            .map(|(op, n)| {
-                (
-                    op.rsplit('.').next().unwrap_or(op),
-                    n - previous.get(op).copied().unwrap_or(0),
-                )
-            })
+            .map(|(op, n)| (op.as_str(), n - previous.get(op).copied().unwrap_or(0)))
             .filter(|(_, n)| *n > 0)
             .collect();
         eprintln!("  {phase}: {} {diff:?}", diff.values().sum::<usize>());
         previous = at.clone();
     }
-    let mut ops = aws.counter.snapshot();
+    let mut ops = aws.counter.peek().by_operation();
     for (op, n) in before {
         *ops.entry(op).or_default() -= n;
     }
@@ -343,10 +306,10 @@ async fn requests_per_event_on_moto() {
         eprintln!("  {op}: {n}");
     }
     // one idempotency claim (PutItem) and completion (UpdateItem) per record
-    assert_eq!(ops.get("DynamoDB_20120810.PutItem"), Some(&12));
-    assert_eq!(ops.get("DynamoDB_20120810.UpdateItem"), Some(&12));
+    assert_eq!(ops.get("PutItem"), Some(&12));
+    assert_eq!(ops.get("UpdateItem"), Some(&12));
     // one load-with-dedupe-mark per event record (11: the create loads plainly)
-    assert_eq!(ops.get("DynamoDB_20120810.BatchGetItem"), Some(&11));
+    assert_eq!(ops.get("BatchGetItem"), Some(&11));
 }
 
 #[tokio::test]

@@ -8,12 +8,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::config::interceptors::{
-    AfterDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
-};
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_dynamodb::operation::query::QueryOutput;
-use aws_sdk_dynamodb::operation::scan::ScanOutput;
 use harel_dynamodb::timers::DEFAULT_DUE_SHARDS;
 use harel_dynamodb::DynamoDbStore;
 use harel_lambda::wake::{WakeFuture, Waker};
@@ -25,72 +19,28 @@ use harel_sqs::create_body;
 use harel_sqs::{Received, SqsTransport};
 use harel_store::prelude::*;
 use harel_store::{Commit, TimerOp};
-use harel_testkit::{pump, send, MotoStack};
+use harel_testkit::{pump, send, MotoStack, Recorder};
 use serde_json::Value;
 
-/// Counts DynamoDB requests by operation and adds up the items they read (`ScannedCount` of
-/// each answer: what DynamoDB bills a Query or a Scan for).
-#[derive(Clone, Debug, Default)]
-struct Wire(Arc<Mutex<(BTreeMap<String, usize>, u64)>>);
-
-impl Wire {
-    fn take(&self) -> (BTreeMap<String, usize>, u64) {
-        std::mem::take(&mut *self.0.lock().expect("lock"))
-    }
-}
-
-impl Intercept for Wire {
-    fn name(&self) -> &'static str {
-        "Wire"
-    }
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let op = context
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .and_then(|t| t.rsplit('.').next())
-            .unwrap_or("unknown")
-            .to_string();
-        *self.0.lock().expect("lock").0.entry(op).or_default() += 1;
-        Ok(())
-    }
-    fn read_after_deserialization(
-        &self,
-        context: &AfterDeserializationInterceptorContextRef<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let Ok(output) = context.output_or_error() else {
-            return Ok(());
-        };
-        let scanned = if let Some(query) = output.downcast_ref::<QueryOutput>() {
-            query.scanned_count()
-        } else if let Some(scan) = output.downcast_ref::<ScanOutput>() {
-            scan.scanned_count()
-        } else {
-            0
-        };
-        self.0.lock().expect("lock").1 += scanned as u64;
-        Ok(())
-    }
-}
-
-fn counted_store(moto: &MotoStack) -> (DynamoDbStore, Wire) {
-    let wire = Wire::default();
+/// A store whose requests the wire recorder counts.
+fn counted_store(moto: &MotoStack) -> (DynamoDbStore, Recorder) {
+    let wire = Recorder::new();
     let client = aws_sdk_dynamodb::Client::from_conf(
         aws_sdk_dynamodb::config::Builder::from(&moto.sdk)
-            .interceptor(wire.clone())
+            .http_client(wire.http_client())
             .build(),
     );
     (
         DynamoDbStore::new(client, &moto.prefix).expect("prefix"),
         wire,
     )
+}
+
+/// The DynamoDB requests since the last take, by operation, and the items they read
+/// (`ScannedCount` of each answer: what DynamoDB bills a Query or a Scan for).
+fn take(wire: &Recorder) -> (BTreeMap<String, usize>, u64) {
+    let tally = wire.take();
+    (tally.by_operation(), tally.scanned())
 }
 
 /// Arm one timer on each of `count` fresh executions, through the store's commit (one at a
@@ -211,7 +161,7 @@ async fn an_idle_sweeper_returns_at_once_after_one_query_per_shard() {
         .await
         .expect("sweep");
     let took = started.elapsed();
-    let (requests, _) = wire.take();
+    let (requests, _) = take(&wire);
     assert_eq!((report.looks, report.polls, report.fired), (1, 0, 0));
     assert_eq!(
         requests,
@@ -227,7 +177,7 @@ async fn an_idle_sweeper_returns_at_once_after_one_query_per_shard() {
         .await
         .expect("sweep");
     assert_eq!(report.compat_scans, 1);
-    let (requests, _) = wire.take();
+    let (requests, _) = take(&wire);
     assert_eq!(
         requests,
         BTreeMap::from([
@@ -246,13 +196,13 @@ async fn a_poll_reads_the_timers_due_not_the_timers_stored() {
     arm(&store, "due", 5, 1_000_000.0).await;
     wire.take();
     let due = store.due_timers(1_000_001.0).await.expect("due");
-    let (requests, read) = wire.take();
+    let (requests, read) = take(&wire);
     assert_eq!(due.len(), 5);
     assert_eq!(read, 5, "items read through the index = timers due");
     assert_eq!(requests["Query"], DEFAULT_DUE_SHARDS as usize);
     // the compatibility Scan (harel's due_timers too) reads the whole table for its answer
     let legacy = store.legacy_due_timers(1_000_001.0).await.expect("legacy");
-    let (_, read) = wire.take();
+    let (_, read) = take(&wire);
     assert!(legacy.is_empty(), "our rows are all indexed");
     assert_eq!(read, 305, "a Scan reads every timer stored");
 }

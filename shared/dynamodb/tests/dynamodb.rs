@@ -690,7 +690,7 @@ async fn keys_left_unprocessed_by_batch_get_are_asked_again() {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn listing_by_index_reads_the_page_not_the_table() {
-    let (client, reads) = common::reads::counting_client(&common::endpoint()).await;
+    let (client, reads) = common::recorded_client().await;
     let store = common::store_on(client, 200).await;
     for i in 0..203 {
         let mut e = new_exe(&format!("x{i:03}"));
@@ -723,11 +723,11 @@ async fn listing_by_index_reads_the_page_not_the_table() {
         let tally = reads.take();
         // root and child partitions: 2 Queries of at most 3 keys, 1 BatchGetItem of 2 items
         assert_eq!(
-            tally.ops,
+            tally.operations(),
             ["Query", "Query", "BatchGetItem"],
             "({machine:?})"
         );
-        assert!(tally.items_read <= 2 * 3 + 2, "{tally:?}");
+        assert!(tally.items_read() <= 2 * 3 + 2, "{tally:?}");
         let rest = store
             .list_executions(&ListQuery {
                 cursor: page.next_cursor.clone(),
@@ -745,7 +745,7 @@ async fn listing_by_index_reads_the_page_not_the_table() {
         .await
         .expect("scan");
     assert_eq!(scanned.items.len(), 2);
-    assert!(reads.take().items_read >= 203, "the scan reads every row");
+    assert!(reads.take().items_read() >= 203, "the scan reads every row");
     // no status: every status partition, still O(limit) items
     let any = store
         .list_executions(&ListQuery {
@@ -756,7 +756,7 @@ async fn listing_by_index_reads_the_page_not_the_table() {
         .expect("all statuses");
     assert_eq!(any.items[0].id, "x202");
     let tally = reads.take();
-    assert!(tally.items_read <= 14 * 6 + 5, "{tally:?}");
+    assert!(tally.items_read() <= 14 * 6 + 5, "{tally:?}");
 }
 
 /// A revive (a finished execution running again) drops `retain_until`; FAILED keeps none;

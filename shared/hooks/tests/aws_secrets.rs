@@ -13,8 +13,8 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn secrets_come_from_ssm_and_secrets_manager() {
-    let sdk = harel_testkit::sdk_config().await;
-    let tag = harel_testkit::unique_prefix("hooks");
+    let sdk = harel_testwire::sdk_config().await;
+    let tag = harel_testwire::unique_prefix("hooks");
     let parameter = format!("/{tag}/github");
     let secret = format!("{tag}/stripe-webhook");
     aws_sdk_ssm::Client::new(&sdk)

@@ -502,7 +502,7 @@ async fn a_put_the_sdk_sends_again_after_its_answer_was_lost_runs_once() {
             .load()
             .await,
     )
-    .http_client(http.clone())
+    .http_client(http.http_client())
     .retry_config(
         aws_smithy_types::retry::RetryConfig::standard()
             .with_initial_backoff(Duration::from_millis(1)),

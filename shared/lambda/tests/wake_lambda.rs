@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use harel_lambda::wake::{wake_until, LambdaWaker, Waker};
-use harel_testkit::actions::read_request;
+use harel_testwire::actions::read_request;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 

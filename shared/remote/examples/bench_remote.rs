@@ -13,7 +13,7 @@ use harel_model::Event;
 use harel_remote::{bind, ActionMap, Clients, Format, Secrets};
 use harel_runtime::{ActionRegistry, DurableRunner};
 use harel_store::MemoryStore;
-use harel_testkit::ActionServer;
+use harel_testwire::ActionServer;
 use serde_json::{json, Value};
 
 const MACHINE: &str = r#"

@@ -11,7 +11,7 @@ use harel_model::{Event, Execution};
 use harel_remote::{bind, ActionMap, Clients, Format, Secrets};
 use harel_runtime::{ActionRegistry, DurableRunner};
 use harel_store::MemoryStore;
-use harel_testkit::actions::{read_request, Request};
+use harel_testwire::actions::{read_request, Request};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -77,8 +77,8 @@ fn map_for(url: &str, parameter: &str, secret: &str) -> ActionMap {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn header_values_come_from_ssm_and_secrets_manager() {
-    let sdk = harel_testkit::sdk_config().await;
-    let tag = harel_testkit::unique_prefix("hdr");
+    let sdk = harel_testwire::sdk_config().await;
+    let tag = harel_testwire::unique_prefix("hdr");
     let parameter = format!("/{tag}/api-key");
     let secret = format!("{tag}/charge-token");
     aws_sdk_ssm::Client::new(&sdk)
@@ -128,8 +128,8 @@ async fn header_values_come_from_ssm_and_secrets_manager() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_missing_parameter_or_secret_is_named_and_nothing_is_called() {
-    let sdk = harel_testkit::sdk_config().await;
-    let tag = harel_testkit::unique_prefix("hdr");
+    let sdk = harel_testwire::sdk_config().await;
+    let tag = harel_testwire::unique_prefix("hdr");
     let secret = format!("{tag}/there");
     aws_sdk_secretsmanager::Client::new(&sdk)
         .create_secret()

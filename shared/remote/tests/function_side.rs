@@ -5,7 +5,7 @@
 //! with `X-Amz-Function-Error: Unhandled` and `{"errorType", "errorMessage"}`).
 
 use harel_remote::function::{handle, Call, CallError, Reply};
-use harel_testkit::actions::{python, read_request};
+use harel_testwire::actions::{python, read_request};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;

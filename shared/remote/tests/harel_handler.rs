@@ -11,7 +11,7 @@ use harel_model::{Event, Execution, Object, Status};
 use harel_remote::{bind, ActionMap, Clients, Format, Secrets};
 use harel_runtime::{ActionErrorPolicy, ActionRegistry, DurableRunner, RuntimeError};
 use harel_store::MemoryStore;
-use harel_testkit::ActionServer;
+use harel_testwire::ActionServer;
 use serde_json::{json, Value};
 
 const MACHINE: &str = r#"

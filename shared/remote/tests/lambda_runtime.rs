@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use harel_remote::function::{run, Call, Reply};
-use harel_testkit::actions::read_request;
+use harel_testwire::actions::read_request;
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;

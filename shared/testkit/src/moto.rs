@@ -9,31 +9,12 @@ use harel_lambda::{Config, Role, Worker};
 use harel_runtime::Driver;
 use harel_sqs::SqsTransport;
 
+pub use harel_testwire::{endpoint, sdk_config, unique_prefix};
+
 use crate::config::config_from;
 
 /// A worker over this stack's tables and queue, without the idempotency layer.
 pub type MotoWorker = Worker<DynamoDbStore, SqsTransport, harel_idempotency::MemoryClient>;
-
-/// The moto server's URL; a test run outside `scripts/with-moto.sh` fails here, saying so
-/// (it never passes without having run).
-pub fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL").expect(
-        "this test needs a moto server: run it under scripts/with-moto.sh (AWS_ENDPOINT_URL is not set)",
-    )
-}
-
-/// The SDK's configuration, pointed at the moto server.
-pub async fn sdk_config() -> aws_config::SdkConfig {
-    aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(endpoint())
-        .load()
-        .await
-}
-
-/// `tag` and 12 random hex digits: a table prefix (and queue name) no other test uses.
-pub fn unique_prefix(tag: &str) -> String {
-    format!("{tag}{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
 
 pub struct MotoStack {
     pub sdk: aws_config::SdkConfig,

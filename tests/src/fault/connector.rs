@@ -1,21 +1,22 @@
-//! The fault layer: an HTTP connector between the functions' SDK clients and the moto server.
-//! Each invocation gets its own [`InvocationFaults`]: it answers some requests with a canned
-//! throttle, conflict or send failure without sending them, lets some through and loses their
-//! answer (a timeout after the service acted), and models a crash: from a chosen point on,
-//! every request of that invocation fails, as if the process had died there.
+//! The fault layer: a [`Fault`] on the wire recorder (`harel_testwire::Recorder`) between the
+//! functions' SDK clients and the moto server. Each invocation gets its own
+//! [`InvocationFaults`]: it answers some requests with a canned throttle, conflict or send
+//! failure without sending them, lets some through and loses their answer (a timeout after
+//! the service acted), and models a crash: from a chosen point on, every request of that
+//! invocation fails, as if the process had died there.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
-    SharedHttpConnector,
+    HttpConnector, HttpConnectorFuture, SharedHttpClient, SharedHttpConnector,
 };
 use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
 use aws_smithy_runtime_api::client::result::ConnectorError;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::body::SdkBody;
+use harel_testwire::recorder::{Canned, Fault, Request, Verdict};
+use harel_testwire::Recorder;
 
 use super::stats::{FaultKind, Stats};
 
@@ -204,17 +205,7 @@ fn is_dynamodb(op: &str) -> bool {
         )
 }
 
-/// The operation of a request (`X-Amz-Target` of the JSON protocols both services speak).
-pub fn operation(request: &HttpRequest) -> String {
-    request
-        .headers()
-        .get("x-amz-target")
-        .and_then(|t| t.rsplit('.').next())
-        .unwrap_or("")
-        .to_string()
-}
-
-fn canned(kind: FaultKind, op: &str) -> HttpResponse {
+fn canned(kind: FaultKind, op: &str) -> Canned {
     let (status, body) = match kind {
         FaultKind::TransactionConflict => (
             400,
@@ -244,21 +235,12 @@ fn canned(kind: FaultKind, op: &str) -> HttpResponse {
             )
         }
     };
-    let mut resp = HttpResponse::new(
-        status.try_into().expect("a valid status"),
-        SdkBody::from(body.to_string()),
-    );
-    resp.headers_mut()
-        .insert("content-type", "application/x-amz-json-1.0");
-    resp
+    Canned::new(status, body.to_string())
 }
 
-/// The HTTP client of one invocation's SDK clients.
-#[derive(Clone, Debug)]
-pub struct FaultyClient {
-    inner: SharedHttpClient,
-    faults: Arc<InvocationFaults>,
-}
+/// One invocation's faults as the wire recorder applies them.
+#[derive(Debug)]
+struct Faulty(Arc<InvocationFaults>);
 
 impl std::fmt::Debug for InvocationFaults {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -269,29 +251,10 @@ impl std::fmt::Debug for InvocationFaults {
     }
 }
 
-impl FaultyClient {
-    pub fn shared(inner: SharedHttpClient, faults: Arc<InvocationFaults>) -> SharedHttpClient {
-        SharedHttpClient::new(FaultyClient { inner, faults })
-    }
-}
-
-impl HttpClient for FaultyClient {
-    fn http_connector(
-        &self,
-        settings: &HttpConnectorSettings,
-        components: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(FaultyConnector {
-            inner: self.inner.http_connector(settings, components),
-            faults: Arc::clone(&self.faults),
-        })
-    }
-}
-
-#[derive(Debug)]
-struct FaultyConnector {
-    inner: SharedHttpConnector,
-    faults: Arc<InvocationFaults>,
+/// The HTTP client of one invocation's SDK clients: `inner` through the wire recorder, with
+/// `faults` deciding each request's fate.
+pub fn faulty_client(inner: SharedHttpClient, faults: Arc<InvocationFaults>) -> SharedHttpClient {
+    Recorder::new().with_fault(Faulty(faults)).wrap(inner)
 }
 
 /// One DynamoDB request at a time on the moto server. moto runs a TransactWriteItems by
@@ -371,7 +334,7 @@ async fn without_marks(response: HttpResponse) -> Result<(HttpResponse, bool), C
 /// long-standing 256 KiB; the message envelope adds a little to the bodies' total).
 pub const SQS_MAX_REQUEST: usize = 256 * 1024 + 16 * 1024;
 
-fn too_long(op: &str) -> HttpResponse {
+fn too_long(op: &str) -> Canned {
     let code = if op == "SendMessageBatch" {
         "BatchRequestTooLong"
     } else {
@@ -381,78 +344,65 @@ fn too_long(op: &str) -> HttpResponse {
         "__type": format!("com.amazonaws.sqs#{code}"),
         "message": "One or more parameters are invalid. Reason: Message must be shorter than 262144 bytes.",
     });
-    let mut resp = HttpResponse::new(
-        400.try_into().expect("a valid status"),
-        SdkBody::from(body.to_string()),
-    );
-    resp.headers_mut()
-        .insert("content-type", "application/x-amz-json-1.0");
-    resp
+    Canned::new(400, body.to_string())
 }
 
-impl HttpConnector for FaultyConnector {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let op = operation(&request);
-        if op.starts_with("SendMessage")
-            && request.body().bytes().map_or(0, <[u8]>::len) > SQS_MAX_REQUEST
-        {
-            return HttpConnectorFuture::ready(Ok(too_long(&op)));
+const CRASHED: &str = "the invocation crashed (injected)";
+
+impl Fault for Faulty {
+    fn before(&self, request: &Request<'_>) -> Verdict {
+        let op = request.operation;
+        if op.starts_with("SendMessage") && request.body.map_or(0, <[u8]>::len) > SQS_MAX_REQUEST {
+            return Verdict::Answer(too_long(op));
         }
-        let mut tear = false;
-        let nth = match self.faults.before(&op) {
-            Ok(nth) => nth,
-            Err(Decision::TearRead(nth)) => {
-                tear = true;
-                nth
-            }
+        let (nth, tear) = match self.0.before(op) {
+            Ok(nth) => (nth, false),
+            Err(Decision::TearRead(nth)) => (nth, true),
             // not retryable: a dead process makes no more requests
-            Err(Decision::Dead) => {
-                return HttpConnectorFuture::ready(Err(ConnectorError::other(
-                    "the invocation crashed (injected)".into(),
-                    None,
-                )))
-            }
+            Err(Decision::Dead) => return Verdict::Fail(CRASHED.into()),
             Err(Decision::Transient) | Err(Decision::Fail(_)) if op.starts_with("SendMessage") => {
-                return HttpConnectorFuture::ready(Ok(canned(FaultKind::SqsSendFailure, &op)))
+                return Verdict::Answer(canned(FaultKind::SqsSendFailure, op))
             }
             Err(Decision::Fail(FaultKind::TransactionConflict)) => {
-                return HttpConnectorFuture::ready(Ok(canned(FaultKind::TransactionConflict, &op)))
+                return Verdict::Answer(canned(FaultKind::TransactionConflict, op))
             }
             Err(Decision::Transient) | Err(Decision::Fail(_)) => {
-                return HttpConnectorFuture::ready(Ok(canned(FaultKind::Throttle, &op)))
+                return Verdict::Answer(canned(FaultKind::Throttle, op))
             }
             Err(Decision::LoseAnswer) => {
-                let sent = send(&self.inner, &op, request);
-                return HttpConnectorFuture::new(async move {
-                    let _ = sent.await;
-                    Err(ConnectorError::timeout(
-                        "the answer was lost (injected timeout)".into(),
-                    ))
-                });
+                return Verdict::SendThenTimeout("the answer was lost (injected timeout)".into())
             }
         };
-        let sent = send(&self.inner, &op, request);
-        let faults = Arc::clone(&self.faults);
-        HttpConnectorFuture::new(async move {
-            let response = sent.await?;
-            if faults.crashed() {
-                // died while this request was in flight: its answer is never read
-                return Err(ConnectorError::other(
-                    "the invocation crashed (injected)".into(),
-                    None,
-                ));
-            }
-            if response.status().is_success() {
-                faults.after_success(&op, nth);
-            }
-            if tear {
-                let (response, torn) = without_marks(response).await?;
-                if torn {
-                    faults.stats.count(FaultKind::TornRead);
+        let faults = Arc::clone(&self.0);
+        let op = op.to_string();
+        Verdict::SendThen(Box::new(move |answer| {
+            Box::pin(async move {
+                let response = answer?;
+                if faults.crashed() {
+                    // died while this request was in flight: its answer is never read
+                    return Err(ConnectorError::other(CRASHED.into(), None));
                 }
-                return Ok(response);
-            }
-            Ok(response)
-        })
+                if response.status().is_success() {
+                    faults.after_success(&op, nth);
+                }
+                if tear {
+                    let (response, torn) = without_marks(response).await?;
+                    if torn {
+                        faults.stats.count(FaultKind::TornRead);
+                    }
+                    return Ok(response);
+                }
+                Ok(response)
+            })
+        }))
+    }
+
+    fn send(
+        &self,
+        request: &Request<'_>,
+        inner: &SharedHttpConnector,
+        http: HttpRequest,
+    ) -> HttpConnectorFuture {
+        send(inner, request.operation, http)
     }
 }

@@ -19,7 +19,7 @@ use harel_runtime::Driver;
 use harel_runtime::ManualClock;
 use harel_sqs::SqsTransport;
 
-use super::connector::{FaultyClient, InvocationFaults};
+use super::connector::{faulty_client, InvocationFaults};
 use super::FaultError;
 
 pub type StormWorker = Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>;
@@ -129,7 +129,7 @@ impl World {
         &self,
         faults: &Arc<InvocationFaults>,
     ) -> (aws_sdk_dynamodb::Client, aws_sdk_sqs::Client) {
-        let http = FaultyClient::shared(self.inner_http.clone(), Arc::clone(faults));
+        let http = faulty_client(self.inner_http.clone(), Arc::clone(faults));
         let retry = aws_smithy_types::retry::RetryConfig::standard()
             .with_max_attempts(3)
             .with_initial_backoff(Duration::from_millis(5))

@@ -1,19 +1,15 @@
-//! An HTTP connector that answers chosen DynamoDB operations with a canned error, on cue,
-//! without sending them (moto can't throttle or report a TransactionConflict), or sends one
-//! and loses its answer; every other request goes to the real endpoint. It also records the
-//! `ClientRequestToken` of each TransactWriteItems and can answer a token it saw succeed the
-//! way DynamoDB does for 10 minutes (moto ignores the token).
+//! Faults on the wire recorder (`harel_testwire::Fault`): chosen DynamoDB operations are
+//! answered with a canned error, on cue, without being sent (moto can't throttle or report a
+//! TransactionConflict), or sent with their answer lost; every other request goes to the
+//! real endpoint. It also records the `ClientRequestToken` of each TransactWriteItems and
+//! can answer a token it saw succeed the way DynamoDB does for 10 minutes (moto ignores the
+//! token).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
-    SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::body::SdkBody;
+use harel_testwire::recorder::{Canned, Fault as WireFault, Request, Verdict};
+use harel_testwire::Recorder;
 
 /// A canned failure for the next request of `operation` (e.g. "TransactWriteItems").
 #[derive(Clone, Debug)]
@@ -116,90 +112,42 @@ impl Faults {
     }
 }
 
-fn canned(status: u16, body: String) -> HttpResponse {
-    let mut resp = HttpResponse::new(
-        status.try_into().expect("a valid status"),
-        SdkBody::from(body),
-    );
-    resp.headers_mut()
-        .insert("content-type", "application/x-amz-json-1.0");
-    resp
+fn request_token(request: &Request<'_>) -> Option<String> {
+    (request.operation == "TransactWriteItems")
+        .then(|| request.json())
+        .flatten()?
+        .get("ClientRequestToken")?
+        .as_str()
+        .map(str::to_string)
 }
 
-fn request_token(request: &HttpRequest) -> Option<String> {
-    let body: serde_json::Value = serde_json::from_slice(request.body().bytes()?).ok()?;
-    body.get("ClientRequestToken")?.as_str().map(str::to_string)
-}
-
-#[derive(Debug)]
-struct FaultyClient {
-    inner: SharedHttpClient,
-    faults: Faults,
-}
-
-#[derive(Debug)]
-struct FaultyConnector {
-    inner: SharedHttpConnector,
-    faults: Faults,
-}
-
-impl HttpClient for FaultyClient {
-    fn http_connector(
-        &self,
-        settings: &HttpConnectorSettings,
-        components: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(FaultyConnector {
-            inner: self.inner.http_connector(settings, components),
-            faults: self.faults.clone(),
-        })
-    }
-}
-
-impl HttpConnector for FaultyConnector {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let op = request
-            .headers()
-            .get("x-amz-target")
-            .and_then(|t| t.rsplit('.').next())
-            .unwrap_or("")
-            .to_string();
-        let token = (op == "TransactWriteItems")
-            .then(|| request_token(&request))
-            .flatten();
-        if let Some(token) = &token {
-            self.faults
-                .tokens
-                .lock()
-                .expect("tokens")
-                .push(token.clone());
+impl WireFault for Faults {
+    fn before(&self, request: &Request<'_>) -> Verdict {
+        if let Some(token) = request_token(request) {
+            self.tokens.lock().expect("tokens").push(token.clone());
             let replayed = self
-                .faults
                 .dynamodb_tokens
                 .load(std::sync::atomic::Ordering::SeqCst)
-                && self.faults.applied.lock().expect("applied").contains(token);
+                && self.applied.lock().expect("applied").contains(&token);
             if replayed {
-                return HttpConnectorFuture::ready(Ok(canned(200, "{}".into())));
+                return Verdict::Answer(Canned::new(200, "{}"));
             }
         }
-        let fault = self.faults.take_for(&op);
-        if let Some(fault) = fault.as_ref().filter(|f| !f.after_sending) {
-            return HttpConnectorFuture::ready(Ok(canned(fault.status, fault.body.clone())));
+        match self.take_for(request.operation) {
+            Some(fault) if fault.after_sending => {
+                Verdict::SendThenAnswer(Canned::new(fault.status, fault.body))
+            }
+            Some(fault) => Verdict::Answer(Canned::new(fault.status, fault.body)),
+            None => Verdict::Send,
         }
-        let sent = self.inner.call(request);
-        let faults = self.faults.clone();
-        HttpConnectorFuture::new(async move {
-            let response = sent.await?;
-            if response.status().is_success() {
-                if let Some(token) = token {
-                    faults.applied.lock().expect("applied").push(token);
-                }
+    }
+
+    fn after(&self, request: &Request<'_>, status: u16) {
+        if (200..300).contains(&status) {
+            if let Some(token) = request_token(request) {
+                self.applied.lock().expect("applied").push(token);
             }
-            match fault {
-                Some(lost) => Ok(canned(lost.status, lost.body)),
-                None => Ok(response),
-            }
-        })
+        }
     }
 }
 
@@ -224,17 +172,9 @@ async fn faulty_client_with(
 ) -> (aws_sdk_dynamodb::Client, Faults) {
     let sdk = super::sdk_config().await;
     let faults = Faults::default();
-    // the SDK's default client, built explicitly so it can be wrapped
-    let inner = aws_smithy_http_client::Builder::new()
-        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
-            aws_smithy_http_client::tls::rustls_provider::CryptoMode::AwsLc,
-        ))
-        .build_https();
+    let recorder = Recorder::new().with_fault(faults.clone());
     let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
-        .http_client(SharedHttpClient::new(FaultyClient {
-            inner,
-            faults: faults.clone(),
-        }))
+        .http_client(recorder.http_client())
         .retry_config(retry)
         .build();
     (aws_sdk_dynamodb::Client::from_conf(conf), faults)

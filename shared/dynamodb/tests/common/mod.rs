@@ -42,4 +42,13 @@ pub async fn store(trace_max: usize) -> DynamoDbStore {
     store_on(client().await, trace_max).await
 }
 pub mod faults;
-pub mod reads;
+
+/// A client on the moto server whose every request the wire recorder records (requests per
+/// operation, items read).
+pub async fn recorded_client() -> (Client, harel_testwire::Recorder) {
+    let recorder = harel_testwire::Recorder::new();
+    let conf = aws_sdk_dynamodb::config::Builder::from(&sdk_config().await)
+        .http_client(recorder.http_client())
+        .build();
+    (Client::from_conf(conf), recorder)
+}

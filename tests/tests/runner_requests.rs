@@ -1,14 +1,12 @@
 //! What the embedded runner (`DurableRunner`, what `harel run --store dynamodb` drives)
 //! sends to DynamoDB per step, counted on the wire (moto): a create and state-only events,
 //! next to harel Python's `DurableRunner` over its `DynamoDBStore` on the same steps
-//! (`tests/py/runner_harel.py`, requests counted with botocore's hooks).
+//! (`py/runner_harel.py`, requests counted with botocore's hooks).
 
-mod common;
-
-use common::reads::counting_client;
 use harel_dynamodb::DynamoDbStore;
 use harel_model::{Event, Status};
 use harel_runtime::DurableRunner;
+use harel_testkit::{endpoint, sdk_config, unique_prefix, Recorder};
 
 const MACHINE: &str = r#"
 event Go {}
@@ -23,9 +21,14 @@ machine Steps {
 }
 "#;
 
-async fn runner() -> (DurableRunner<DynamoDbStore>, common::reads::Reads) {
-    let (client, reads) = counting_client(&common::endpoint()).await;
-    let store = DynamoDbStore::new(client, &common::fresh_prefix()).expect("prefix");
+async fn runner() -> (DurableRunner<DynamoDbStore>, Recorder) {
+    let reads = Recorder::new();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&sdk_config().await)
+            .http_client(reads.http_client())
+            .build(),
+    );
+    let store = DynamoDbStore::new(client, &unique_prefix("t")).expect("prefix");
     store.ensure_tables().await.expect("tables");
     let definition = harel_lang::load_str(MACHINE, None, "steps.stm").expect("machine");
     reads.take();
@@ -59,16 +62,16 @@ async fn a_step_reads_the_execution_once_and_returns_what_it_committed() {
     assert_eq!(done.status, Status::Done);
     let finish = reads.take();
     eprintln!("create: {create:?}\nevent: {event:?}\nfinish: {finish:?}");
-    let get_items = |t: &common::reads::Tally| t.ops.iter().filter(|o| *o == "GetItem").count();
+    let get_items = |t: &harel_testkit::recorder::Tally| t.count("GetItem");
     // a create: the id's existence check, the commit, the relay's two Scans (nothing pending)
     assert_eq!(
-        create.ops,
+        create.operations(),
         ["GetItem", "TransactWriteItems", "Scan", "Scan"],
         "{create:?}"
     );
     // an event: the execution, its dedupe mark, the commit, the relay's two Scans
     assert_eq!(
-        event.ops,
+        event.operations(),
         ["GetItem", "GetItem", "TransactWriteItems", "Scan", "Scan"],
         "{event:?}"
     );
@@ -81,12 +84,9 @@ async fn a_step_reads_the_execution_once_and_returns_what_it_committed() {
     let file = dir.join("steps.stm");
     std::fs::write(&file, MACHINE).expect("write");
     let out = std::process::Command::new(python)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/py/runner_harel.py"
-        ))
-        .arg(common::endpoint())
-        .arg(common::fresh_prefix())
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/py/runner_harel.py"))
+        .arg(endpoint())
+        .arg(unique_prefix("t"))
         .arg(&file)
         .output()
         .expect("harel Python runs");
@@ -106,9 +106,9 @@ async fn a_step_reads_the_execution_once_and_returns_what_it_committed() {
     eprintln!("harel Python: {harel}");
     for (step, ours) in [("create", &create), ("event", &event), ("finish", &finish)] {
         assert!(
-            ours.requests <= theirs(step),
+            ours.requests() as u64 <= theirs(step),
             "{step}: ours {:?}, harel Python {}",
-            ours.ops,
+            ours.operations(),
             harel[step]
         );
     }

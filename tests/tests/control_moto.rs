@@ -1,5 +1,5 @@
 //! The control plane against the serverless runtime on the moto server
-//! (`scripts/with-moto.sh cargo test -p harel-control --test moto`): the commands write the
+//! (`scripts/with-moto.sh cargo test -p harel-tests --test control_moto`): the commands write the
 //! DynamoDB tables, the worker takes its messages from SQS FIFO, the relay publishes the
 //! cooperative `Cancel`.
 
@@ -7,19 +7,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use harel_control::{CancelMode, Command};
-use harel_dynamodb::DynamoDbStore;
 use harel_lambda::{Handled, RecordError};
-use harel_model::{Definition, Event, Execution, Status};
+use harel_model::{Definition, Event, Status};
 use harel_runtime::admission::Skip;
 use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, Clock, ManualClock};
 use harel_sqs::create_body;
-use harel_sqs::SqsTransport;
 use harel_store::prelude::*;
-use harel_testkit::{endpoint, pump_once, relay, send, MotoStack, MotoWorker};
+use harel_testkit::{endpoint, pump_once, relay, Deployed};
 use serde_json::json;
 
-const MACHINES: &str = include_str!("machines/control.stm");
+const MACHINES: &str = include_str!("../../shared/control/tests/machines/control.stm");
 
 fn definitions() -> HashMap<String, Definition> {
     ["Job", "Plain", "Split"]
@@ -31,17 +29,19 @@ fn definitions() -> HashMap<String, Definition> {
         .collect()
 }
 
-type AppWorker = MotoWorker;
-
-/// One deployed stack in miniature: tables, queue, a worker; and a second store client, the
-/// operator's, that the control commands go through.
+/// The one stack fixture (tables, queue, a worker; its reader is the operator's store client,
+/// that the control commands go through), with the machines and the clock the commands use.
 struct Stack {
-    prefix: String,
-    operator: DynamoDbStore,
-    source: SqsTransport,
-    worker: Arc<AppWorker>,
+    deployed: Deployed,
     definitions: HashMap<String, Definition>,
     clock: ManualClock,
+}
+
+impl std::ops::Deref for Stack {
+    type Target = Deployed;
+    fn deref(&self) -> &Deployed {
+        &self.deployed
+    }
 }
 
 /// What became of one record.
@@ -49,7 +49,6 @@ type Outcome = Result<Handled, RecordError>;
 
 impl Stack {
     async fn new() -> Stack {
-        let moto = MotoStack::new("ctl").await;
         let clock = ManualClock::new(1_700_000_000.0);
         let definitions = definitions();
         let driver = Driver::new(
@@ -58,12 +57,10 @@ impl Stack {
         )
         .with_clock(Arc::new(clock.clone()));
         // a parked message is visible again at once, so the test sees it come back
-        let worker = moto.worker(driver, &[("HAREL_SUSPEND_RECHECK_SECONDS", "0")]);
+        let deployed =
+            Deployed::start("ctl", driver, &[("HAREL_SUSPEND_RECHECK_SECONDS", "0")]).await;
         Stack {
-            operator: moto.store(),
-            source: moto.source(),
-            prefix: moto.prefix,
-            worker,
+            deployed,
             definitions,
             clock,
         }
@@ -75,10 +72,6 @@ impl Stack {
 
     fn defn(&self, name: &str) -> &Definition {
         &self.definitions[name]
-    }
-
-    async fn send(&self, group: &str, body: String) {
-        send(&self.source, group, body).await;
     }
 
     async fn send_event(&self, id: &str, kind: &str) {
@@ -126,10 +119,6 @@ impl Stack {
         relay(&self.worker).await;
     }
 
-    async fn load(&self, id: &str) -> Execution {
-        self.operator.load(id).await.expect("load").expect("exists")
-    }
-
     async fn statuses(&self, ids: &[&str]) -> Vec<Status> {
         let mut out = Vec::new();
         for id in ids {
@@ -156,7 +145,7 @@ async fn cooperative_cancel_skips_the_backlog_then_runs_the_cleanup() {
     stack.send_event(id, "Step").await;
     stack.send_event(id, "Step").await;
 
-    let out = harel_control::cancel(&stack.operator, stack.defn("Job"), id, stack.now())
+    let out = harel_control::cancel(&stack.reader, stack.defn("Job"), id, stack.now())
         .await
         .expect("cancel");
     assert_eq!(out.mode, Some(CancelMode::Cooperative));
@@ -188,7 +177,7 @@ async fn cooperative_cancel_skips_the_backlog_then_runs_the_cleanup() {
     assert_eq!(exe.context["cleanups"], json!(1), "the cleanup ran once");
 
     // a second cancel of a finished execution changes nothing
-    let again = harel_control::cancel(&stack.operator, stack.defn("Job"), id, stack.now())
+    let again = harel_control::cancel(&stack.reader, stack.defn("Job"), id, stack.now())
         .await
         .expect("cancel");
     assert!(!again.changed());
@@ -202,7 +191,7 @@ async fn cancel_without_a_cancel_transition_is_forceful_and_the_backlog_drains_a
     let id = "plain-1";
     stack.create("Plain", id).await;
     stack.send_event(id, "Step").await;
-    let out = harel_control::cancel(&stack.operator, stack.defn("Plain"), id, stack.now())
+    let out = harel_control::cancel(&stack.reader, stack.defn("Plain"), id, stack.now())
         .await
         .expect("cancel");
     assert_eq!(out.mode, Some(CancelMode::Forceful));
@@ -222,7 +211,7 @@ async fn suspend_parks_the_group_and_resume_continues_it() {
     let stack = Stack::new().await;
     let id = "job-2";
     stack.create("Job", id).await;
-    let out = harel_control::suspend(&stack.operator, id, stack.now())
+    let out = harel_control::suspend(&stack.reader, id, stack.now())
         .await
         .expect("suspend");
     assert_eq!(
@@ -247,15 +236,15 @@ async fn suspend_parks_the_group_and_resume_continues_it() {
     assert_eq!(exe.context["steps"], json!(0));
 
     // suspending again, or resuming something RUNNING, is a no-op
-    assert!(!harel_control::suspend(&stack.operator, id, stack.now())
+    assert!(!harel_control::suspend(&stack.reader, id, stack.now())
         .await
         .expect("suspend")
         .changed());
-    let out = harel_control::resume(&stack.operator, id, stack.now())
+    let out = harel_control::resume(&stack.reader, id, stack.now())
         .await
         .expect("resume");
     assert_eq!(out.own_step().map(|s| s.to_status), Some(Status::Running));
-    assert!(!harel_control::resume(&stack.operator, id, stack.now())
+    assert!(!harel_control::resume(&stack.reader, id, stack.now())
         .await
         .expect("resume")
         .changed());
@@ -282,7 +271,7 @@ async fn commands_propagate_to_the_regions() {
         .chain(regions.iter().map(String::as_str))
         .collect();
 
-    let out = harel_control::suspend(&stack.operator, id, stack.now())
+    let out = harel_control::suspend(&stack.reader, id, stack.now())
         .await
         .expect("suspend");
     assert_eq!(out.steps.len(), 3, "the parent and both regions: {out:?}");
@@ -295,7 +284,7 @@ async fn commands_propagate_to_the_regions() {
         matches!(parked.first(), Some(Err(RecordError::Parked(_)))),
         "{parked:?}"
     );
-    harel_control::resume(&stack.operator, id, stack.now())
+    harel_control::resume(&stack.reader, id, stack.now())
         .await
         .expect("resume");
     assert_eq!(stack.statuses(&all).await, vec![Status::Running; 3]);
@@ -309,13 +298,13 @@ async fn commands_propagate_to_the_regions() {
         Some("Both.Left.L2")
     );
 
-    let out = harel_control::terminate(&stack.operator, id, stack.now())
+    let out = harel_control::terminate(&stack.reader, id, stack.now())
         .await
         .expect("terminate");
     assert!(out.steps.iter().all(|s| s.command == Command::Terminate));
     assert_eq!(stack.statuses(&all).await, vec![Status::Cancelled; 3]);
     // finished: nothing moves it any more
-    assert!(!harel_control::resume(&stack.operator, id, stack.now())
+    assert!(!harel_control::resume(&stack.reader, id, stack.now())
         .await
         .expect("resume")
         .changed());
@@ -334,7 +323,7 @@ async fn cooperative_cancel_of_an_orthogonal_parent_cancels_the_regions_and_clea
         .keys()
         .map(|k| k.to_string())
         .collect();
-    let out = harel_control::cancel(&stack.operator, stack.defn("Split"), id, stack.now())
+    let out = harel_control::cancel(&stack.reader, stack.defn("Split"), id, stack.now())
         .await
         .expect("cancel");
     assert_eq!(out.mode, Some(CancelMode::Cooperative));
@@ -360,12 +349,12 @@ async fn cooperative_cancel_of_an_orthogonal_parent_cancels_the_regions_and_clea
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn unknown_executions_and_wrong_machines_are_errors() {
     let stack = Stack::new().await;
-    let err = harel_control::suspend(&stack.operator, "nobody", stack.now())
+    let err = harel_control::suspend(&stack.reader, "nobody", stack.now())
         .await
         .expect_err("unknown");
     assert!(matches!(err, harel_control::ControlError::NotFound(ref id) if id == "nobody"));
     stack.create("Plain", "plain-2").await;
-    let err = harel_control::cancel(&stack.operator, stack.defn("Job"), "plain-2", stack.now())
+    let err = harel_control::cancel(&stack.reader, stack.defn("Job"), "plain-2", stack.now())
         .await
         .expect_err("wrong machine");
     assert!(err.to_string().contains("runs machine \"Plain\""), "{err}");
@@ -383,9 +372,9 @@ fn harel_python(
     let python = std::env::var("HAREL_PYTHON").expect(
         "HAREL_PYTHON is not set: run under scripts/with-moto.sh (it points it at the venv with harel 0.9.0)",
     );
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/harel_control.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/py/harel_control.py");
     let out = std::process::Command::new(python)
-        .args([script, &endpoint(), &stack.prefix, command, id])
+        .args([script, &endpoint(), &stack.moto.prefix, command, id])
         .args(machine)
         .output()
         .expect("harel Python runs");
@@ -459,7 +448,7 @@ async fn harel_pythons_control_plane_drives_our_worker_and_reads_ours() {
 
     // and what our control plane writes, harel Python reads
     stack.create("Plain", "rs-plain").await;
-    harel_control::suspend(&stack.operator, "rs-plain", stack.now())
+    harel_control::suspend(&stack.reader, "rs-plain", stack.now())
         .await
         .expect("suspend");
     let py = harel_python(&stack, "read", "rs-plain", None);

@@ -8,16 +8,8 @@
 //! `timers` (the sweeper). A section is a function from the sizes to its table; add one to
 //! `SECTIONS`.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::config::interceptors::{
-    AfterDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
-};
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_dynamodb::operation::query::QueryOutput;
-use aws_sdk_dynamodb::operation::scan::ScanOutput;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use harel_dynamodb::codec::py_decimal_str;
 use harel_dynamodb::timers::{due_shard, DUE_SHARD_ATTR};
@@ -27,69 +19,11 @@ use harel_model::Execution;
 use harel_sqs::MemoryTransport;
 use harel_store::prelude::*;
 use harel_store::{Commit, TimerOp};
+use harel_testwire::Recorder;
 
-/// Requests by operation and the items their answers read, since the last `take`.
-#[derive(Clone, Debug, Default)]
-struct Wire(Arc<Mutex<(BTreeMap<String, usize>, u64)>>);
-
-#[derive(Debug, Default)]
-struct Tally {
-    requests: usize,
-    by_op: BTreeMap<String, usize>,
-    items_read: u64,
-}
-
-impl Wire {
-    fn take(&self) -> Tally {
-        let (by_op, items_read) = std::mem::take(&mut *self.0.lock().expect("wire"));
-        Tally {
-            requests: by_op.values().sum(),
-            by_op,
-            items_read,
-        }
-    }
-}
-
-impl Intercept for Wire {
-    fn name(&self) -> &'static str {
-        "Wire"
-    }
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let op = context
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .and_then(|t| t.rsplit('.').next())
-            .unwrap_or("unknown")
-            .to_string();
-        *self.0.lock().expect("wire").0.entry(op).or_default() += 1;
-        Ok(())
-    }
-    fn read_after_deserialization(
-        &self,
-        context: &AfterDeserializationInterceptorContextRef<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let Ok(output) = context.output_or_error() else {
-            return Ok(());
-        };
-        let scanned = if let Some(q) = output.downcast_ref::<QueryOutput>() {
-            q.scanned_count()
-        } else if let Some(s) = output.downcast_ref::<ScanOutput>() {
-            s.scanned_count()
-        } else {
-            0
-        };
-        self.0.lock().expect("wire").1 += scanned as u64;
-        Ok(())
-    }
-}
+/// What a measured stretch sent: its requests (by operation) and what the Queries and Scans
+/// among them read (their `ScannedCount`).
+type Tally = harel_testwire::Tally;
 
 struct Bench {
     sdk: aws_config::SdkConfig,
@@ -98,11 +32,11 @@ struct Bench {
 
 impl Bench {
     /// A store on fresh tables, its client counted.
-    async fn store(&self, section: &str, n: usize) -> (DynamoDbStore, Wire) {
-        let wire = Wire::default();
+    async fn store(&self, section: &str, n: usize) -> (DynamoDbStore, Recorder) {
+        let wire = Recorder::new();
         let client = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(&self.sdk)
-                .interceptor(wire.clone())
+                .http_client(wire.http_client())
                 .build(),
         );
         let prefix = format!("b{}{section}{n}", self.tag);
@@ -282,15 +216,15 @@ async fn timers(bench: &Bench, sizes: &[usize]) -> Vec<TimersRow> {
         println!(
             "| {} | {} | {} | {:.1} | {} | {} | {:.1} | {} ({}) | {} | {:.1} |",
             r.n + DUE,
-            r.index.requests,
-            r.index.items_read,
+            r.index.requests(),
+            r.index.scanned(),
             r.index_ms,
-            r.scan.requests,
-            r.scan.items_read,
+            r.scan.requests(),
+            r.scan.scanned(),
             r.scan_ms,
-            r.busy.requests,
+            r.busy.requests(),
             r.busy_fired,
-            r.idle.requests,
+            r.idle.requests(),
             r.idle_ms
         );
     }
@@ -302,7 +236,11 @@ async fn timers(bench: &Bench, sizes: &[usize]) -> Vec<TimersRow> {
     for r in &rows {
         eprintln!(
             "timers {}: index {:?}, scan {:?}, busy tick {:?}, idle tick {:?}",
-            r.n, r.index.by_op, r.scan.by_op, r.busy.by_op, r.idle.by_op
+            r.n,
+            r.index.by_operation(),
+            r.scan.by_operation(),
+            r.busy.by_operation(),
+            r.idle.by_operation()
         );
     }
     rows
@@ -347,8 +285,8 @@ fn cost(rows: &[TimersRow]) {
     // the Scan's items read per stored timer, measured (its curve is linear: extrapolated to
     // sizes the bench did not seed)
     let last = rows.last().expect("at least one size");
-    let scanned_per_stored = last.scan.items_read as f64 / (last.n + DUE) as f64;
-    let look_requests = rows.iter().map(|r| r.idle.requests).max().unwrap_or(0) as f64;
+    let scanned_per_stored = last.scan.scanned() as f64 / (last.n + DUE) as f64;
+    let look_requests = rows.iter().map(|r| r.idle.requests()).max().unwrap_or(0) as f64;
     let idle_tick_s = rows.iter().map(|r| r.idle_ms).fold(f64::MAX, f64::min) / 1000.0;
     let scenarios = [
         Scenario {

@@ -72,7 +72,7 @@ pub async fn loopback_sdk(endpoint: &str) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+        .credentials_provider(aws_credential_types::Credentials::new(
             "testing", "testing", None, None, "loopback",
         ))
         .load()

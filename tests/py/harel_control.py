@@ -12,7 +12,9 @@ from harel.dsl.loader import definition_from_dsl_file
 from harel.engine import control
 from harel.engine.store.dynamodb import DynamoDBStore
 
-MACHINES = pathlib.Path(__file__).resolve().parent.parent / "machines" / "control.stm"
+MACHINES = (
+    pathlib.Path(__file__).resolve().parents[2] / "shared" / "control" / "tests" / "machines" / "control.stm"
+)
 
 
 def main(endpoint, prefix, command, eid, machine=None):

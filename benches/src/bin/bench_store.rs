@@ -1,27 +1,18 @@
 //! The store's cost per kind of step, side by side with harel Python's `DynamoDBStore` doing
 //! the same steps in the same run: requests, and capacity units computed from the item sizes
 //! on the wire (moto reports placeholder capacities, so they are not used). Both sides are
-//! recorded at the HTTP level (here a wrapping connector, in Python botocore's event hooks),
-//! and one estimator prices both.
+//! recorded at the HTTP level (here the wire recorder, `harel_testwire::Recorder`; in Python
+//! botocore's event hooks), and one estimator prices both.
 //!
 //!     scripts/bench-store.sh      (runs this under scripts/with-moto.sh)
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
-use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
-    SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
-use aws_smithy_runtime_api::client::result::ConnectorError;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::body::SdkBody;
-use aws_smithy_types::byte_stream::ByteStream;
 use harel_dynamodb::DynamoDbStore;
 use harel_model::{Event, Execution, Object, Status};
 use harel_store::prelude::*;
 use harel_store::{Commit, Spawn, TimerOp};
+use harel_testwire::Recorder;
 use serde_json::{json, Value};
 
 #[derive(Clone, Debug)]
@@ -32,83 +23,19 @@ struct Rec {
     response: Option<Value>,
 }
 
-#[derive(Clone, Debug, Default)]
-struct Recorder {
-    step: Arc<Mutex<String>>,
-    records: Arc<Mutex<Vec<Rec>>>,
-}
-
-impl Recorder {
-    fn set(&self, step: &str) {
-        *self.step.lock().expect("step") = step.to_string();
-    }
-}
-
-#[derive(Debug)]
-struct RecordingClient {
-    inner: SharedHttpClient,
-    rec: Recorder,
-}
-
-#[derive(Debug)]
-struct RecordingConnector {
-    inner: SharedHttpConnector,
-    rec: Recorder,
-}
-
-impl HttpClient for RecordingClient {
-    fn http_connector(
-        &self,
-        settings: &HttpConnectorSettings,
-        components: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(RecordingConnector {
-            inner: self.inner.http_connector(settings, components),
-            rec: self.rec.clone(),
+/// The recorded calls as the estimator reads them (the Python side prints the same).
+fn recs(recorder: &Recorder) -> Vec<Rec> {
+    recorder
+        .take()
+        .calls
+        .into_iter()
+        .map(|c| Rec {
+            step: c.step,
+            op: c.operation,
+            request: c.request.unwrap_or(Value::Null),
+            response: c.response,
         })
-    }
-}
-
-impl HttpConnector for RecordingConnector {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let op = request
-            .headers()
-            .get("x-amz-target")
-            .and_then(|t| t.rsplit('.').next())
-            .unwrap_or("")
-            .to_string();
-        let body: Value = request
-            .body()
-            .bytes()
-            .and_then(|b| serde_json::from_slice(b).ok())
-            .unwrap_or(Value::Null);
-        let step = self.rec.step.lock().expect("step").clone();
-        let index = {
-            let mut records = self.rec.records.lock().expect("records");
-            records.push(Rec {
-                step,
-                op,
-                request: body,
-                response: None,
-            });
-            records.len() - 1
-        };
-        let records = self.rec.records.clone();
-        let fut = self.inner.call(request);
-        HttpConnectorFuture::new(async move {
-            let mut resp = fut.await?;
-            let bytes = ByteStream::new(resp.take_body())
-                .collect()
-                .await
-                .map_err(|e| ConnectorError::io(Box::new(e)))?
-                .into_bytes();
-            if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
-                records.lock().expect("records")[index].response = Some(v);
-            }
-            *resp.body_mut() = SdkBody::from(bytes);
-            Ok(resp)
-        })
-    }
+        .collect()
 }
 
 // ---- pricing: DynamoDB's capacity rules over the typed items on the wire ----
@@ -281,7 +208,7 @@ async fn step(
     event_id: &str,
     mut commit: Commit,
 ) {
-    rec.set(name);
+    rec.step(name);
     let (exe, done) = store
         .load_for_event("bench", event_id)
         .await
@@ -299,7 +226,7 @@ async fn run_rust(endpoint: &str, prefix: &str, consistent: bool) -> Vec<Rec> {
         .with_consistent_reads(consistent);
     store.ensure_tables().await.expect("tables");
 
-    rec.set("create");
+    rec.step("create");
     let mut exe = bench_exe();
     let c = Commit {
         emits: vec![(Some("bench".into()), Event::new("Start"))],
@@ -389,17 +316,16 @@ async fn run_rust(endpoint: &str, prefix: &str, consistent: bool) -> Vec<Rec> {
         },
     )
     .await;
-    rec.set("setup");
+    rec.step("setup");
     let mut stale = store.load("bench").await.expect("load").expect("present");
     stale.version -= 1;
-    rec.set("stale commit (CAS miss)");
+    rec.step("stale commit (CAS miss)");
     assert!(store
         .commit(&mut stale, Commit::default())
         .await
         .is_err_and(|e| e.is_conflict()));
     run_runner(&client, prefix, consistent, &rec).await;
-    let records = rec.records.lock().expect("records").clone();
-    records
+    recs(&rec)
 }
 
 /// Status-change events on (`with_events`): what the commit adds to a step that changes the
@@ -417,7 +343,7 @@ async fn run_events(endpoint: &str, prefix: &str) -> (Vec<Rec>, Vec<(String, usi
     let deadline = || std::time::Instant::now() + std::time::Duration::from_secs(60);
     let mut puts = Vec::new();
 
-    rec.set("events on: create (a status change)");
+    rec.step("events on: create (a status change)");
     let mut exe = bench_exe();
     exe.version = 0;
     let c = Commit {
@@ -433,7 +359,7 @@ async fn run_events(endpoint: &str, prefix: &str) -> (Vec<Rec>, Vec<(String, usi
         Commit::default(),
     )
     .await;
-    rec.set("events on: finishing event (a status change)");
+    rec.step("events on: finishing event (a status change)");
     let (exe, _) = store.load_for_event("bench", "ev2").await.expect("load");
     let mut exe = exe.expect("present");
     exe.status = Status::Done;
@@ -447,7 +373,7 @@ async fn run_events(endpoint: &str, prefix: &str) -> (Vec<Rec>, Vec<(String, usi
         ("events on: relay puts 2 events", 0),
         ("events on: relay puts 20 events", 20),
     ] {
-        rec.set("setup");
+        rec.step("setup");
         for i in 0..n {
             let mut other = bench_exe().with_id(format!("bench-{i}"));
             other.version = 0;
@@ -456,37 +382,22 @@ async fn run_events(endpoint: &str, prefix: &str) -> (Vec<Rec>, Vec<(String, usi
                 .await
                 .expect("create");
         }
-        rec.set(name);
+        rec.step(name);
         let report = harel_runtime::publish_events(&store, &bus, deadline())
             .await
             .expect("publish");
         puts.push((name.to_string(), report.put, report.requests));
     }
-    let records = rec.records.lock().expect("records").clone();
+    let records = recs(&rec);
     (records, puts)
 }
 
 /// A DynamoDB client whose every request and answer is recorded, under the current step.
 async fn recording_client(endpoint: &str) -> (aws_sdk_dynamodb::Client, Recorder) {
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let rec = Recorder::default();
-    rec.set("setup");
-    let inner = aws_smithy_http_client::Builder::new()
-        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
-            aws_smithy_http_client::tls::rustls_provider::CryptoMode::AwsLc,
-        ))
-        .build_https();
-    let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
-        .http_client(SharedHttpClient::new(RecordingClient {
-            inner,
-            rec: rec.clone(),
-        }))
-        .build();
-    (aws_sdk_dynamodb::Client::from_conf(conf), rec)
+    let rec = Recorder::new().with_bodies();
+    rec.step("setup");
+    let client = harel_benches::recorded_dynamodb(endpoint, &rec).await;
+    (client, rec)
 }
 
 /// The embedded runner (`DurableRunner`, what `harel run --store dynamodb` drives) over the
@@ -498,23 +409,23 @@ async fn run_runner(
     rec: &Recorder,
 ) {
     // tables of its own: the relay's look at the outbox must not meet the store steps' entries
-    rec.set("setup");
+    rec.step("setup");
     let store = DynamoDbStore::new(client.clone(), &format!("{prefix}r"))
         .expect("prefix")
         .with_consistent_reads(consistent);
     store.ensure_tables().await.expect("tables");
-    let machine = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/bench_runner.stm");
+    let machine = concat!(env!("CARGO_MANIFEST_DIR"), "/py/bench_runner.stm");
     let defn = harel_lang::load_file(std::path::Path::new(machine), Some("BenchRun"))
         .expect("bench_runner.stm loads");
     let runner = harel_runtime::DurableRunner::new(store, [defn]);
-    rec.set("runner: create");
+    rec.step("runner: create");
     runner
         .create("BenchRun", None, Some("run1"))
         .await
         .expect("create");
-    rec.set("runner: state-only event");
+    rec.step("runner: state-only event");
     runner.process("run1", &Event::new("Go")).await.expect("Go");
-    rec.set("runner: event + timer");
+    rec.step("runner: event + timer");
     let exe = runner
         .process("run1", &Event::new("Wait"))
         .await
@@ -534,7 +445,7 @@ fn run_python(endpoint: &str, prefix: &str) -> Vec<Rec> {
 
 fn run_python_script(name: &str, endpoint: &str, prefix: &str) -> Vec<Rec> {
     let python = std::env::var("HAREL_PYTHON").expect("HAREL_PYTHON (set by scripts/with-moto.sh)");
-    let script = format!("{}/tests/py/{name}", env!("CARGO_MANIFEST_DIR"));
+    let script = format!("{}/py/{name}", env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new(python)
         .args([script.as_str(), endpoint, prefix])
         .output()

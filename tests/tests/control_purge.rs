@@ -1,7 +1,7 @@
 //! purge and purge_finished on the DynamoDB store (moto), beside harel 0.9.0's own
 //! `purge_finished` over an identical copy of the tables: the same trees purged, refused and
 //! skipped, and archives either side reads (`scripts/with-moto.sh cargo test -p
-//! harel-control --test purge`); and on the memory store.
+//! harel-tests --test control_purge`); and on the memory store.
 
 use std::time::Duration;
 
@@ -112,7 +112,7 @@ fn python(args: &[&str]) -> Value {
     let python = std::env::var("HAREL_PYTHON").expect(
         "HAREL_PYTHON is not set: run under scripts/with-moto.sh (it points it at the venv with harel 0.9.0)",
     );
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/harel_purge.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/py/harel_purge.py");
     let out = std::process::Command::new(python)
         .arg(script)
         .args(args)

@@ -6,9 +6,6 @@
 //!
 //!     scripts/bench-list.sh [M ...]      (runs this under scripts/with-moto.sh)
 
-#[path = "../tests/common/reads.rs"]
-mod reads;
-
 use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use harel_dynamodb::commit::{plan, Inputs, Retention};
 use harel_dynamodb::DynamoDbStore;
@@ -124,7 +121,8 @@ async fn main() {
     }
     sizes.sort_unstable();
     let endpoint = std::env::var("AWS_ENDPOINT_URL").expect("run under scripts/with-moto.sh");
-    let (client, reads) = reads::counting_client(&endpoint).await;
+    let reads = harel_testwire::Recorder::new();
+    let client = harel_benches::recorded_dynamodb(&endpoint, &reads).await;
     let prefix = format!("bl{}", std::process::id());
     let store = DynamoDbStore::new(client, &prefix).expect("prefix");
     store.ensure_tables().await.expect("tables");
@@ -160,7 +158,10 @@ async fn main() {
             }
             println!(
                 "| {m} | {label} | {} | {} | {} | {} |",
-                cost[0].requests, cost[0].items_read, cost[1].requests, cost[1].items_read
+                cost[0].requests(),
+                cost[0].items_read(),
+                cost[1].requests(),
+                cost[1].items_read()
             );
         }
     }
