@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use harel_queue::{DedupeKey, Outgoing, Transport, TransportError};
-use harel_store::{DueTimer, ExecutionStore, StoreError};
+use harel_store::{DueTimer, StoreError, Timers};
 
 use harel_queue::transport::MAX_BATCH;
 
@@ -47,7 +47,7 @@ pub struct SweepReport {
 
 /// One sweep at `now` of everything due, the compatibility Scan's timers included: returns
 /// how many timers fired.
-pub async fn sweep_once<S: ExecutionStore, T: Transport>(
+pub async fn sweep_once<S: Timers, T: Transport>(
     store: &S,
     transport: &T,
     now: f64,
@@ -60,7 +60,7 @@ pub async fn sweep_once<S: ExecutionStore, T: Transport>(
 }
 
 /// One sweep at `now` through the store's time index, counted into `report`.
-pub async fn fire_due<S: ExecutionStore, T: Transport>(
+pub async fn fire_due<S: Timers, T: Transport>(
     store: &S,
     transport: &T,
     now: f64,
@@ -71,7 +71,7 @@ pub async fn fire_due<S: ExecutionStore, T: Transport>(
 }
 
 /// Publish each timer's `Timeout` and delete the timer.
-async fn fire<S: ExecutionStore, T: Transport>(
+async fn fire<S: Timers, T: Transport>(
     store: &S,
     transport: &T,
     now: f64,
@@ -181,7 +181,7 @@ const SETTLE: Duration = Duration::from_millis(200);
 /// Fire what is due within the plan, sleeping toward each next due time (never longer than
 /// `max_sleep`), and return as soon as nothing more is due before `until`: an idle
 /// invocation makes one look (the store's `next_timer_due`) and returns.
-pub async fn sweep<S: ExecutionStore, T: Transport>(
+pub async fn sweep<S: Timers, T: Transport>(
     store: &S,
     transport: &T,
     clock: impl Fn() -> f64,

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use harel_store::{BusEvent, ExecutionStore, StoreError};
+use harel_store::{BusEvent, Outbox, StoreError};
 
 /// Entries per `PutEvents` request.
 pub const MAX_ENTRIES: usize = 10;
@@ -93,7 +93,7 @@ pub struct EventsReport {
 }
 
 /// Put every pending event, oldest first, until none is left or `deadline` is reached.
-pub async fn publish_events<S: ExecutionStore, B: EventBus>(
+pub async fn publish_events<S: Outbox, B: EventBus>(
     store: &S,
     bus: &B,
     deadline: Instant,
