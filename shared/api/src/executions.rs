@@ -21,12 +21,12 @@ use crate::body;
 use crate::error::ApiError;
 
 /// The header that makes a create or a send safe to repeat.
-pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Events per request: what one request may enqueue.
-pub const MAX_EVENTS: usize = 100;
+pub(crate) const MAX_EVENTS: usize = 100;
 /// The listing's page size when none is asked, and its ceiling.
-pub const DEFAULT_LIMIT: usize = 50;
-pub const MAX_LIMIT: usize = 1000;
+pub(crate) const DEFAULT_LIMIT: usize = 50;
+pub(crate) const MAX_LIMIT: usize = 1000;
 
 type Answer = Result<(StatusCode, Json<Value>), ApiError>;
 

@@ -38,7 +38,7 @@ pub(crate) struct StatusWrite<'a> {
 }
 
 impl StatusWrite<'_> {
-    pub fn status(command: Command, status: Status) -> Self {
+    pub(crate) fn status(command: Command, status: Status) -> Self {
         StatusWrite {
             command,
             status,

@@ -47,9 +47,13 @@ use maybe_async::must_be_sync as step_mode;
 // Loaded twice on purpose (see the module's comment). The async engine's public helpers
 // (event builders, ids) come along unused.
 #[allow(dead_code, clippy::duplicate_mod)]
+// the same files as the async compilation, whose `pub` items the crate re-exports from
+// there: here they are reachable from this module only
+#[allow(unreachable_pub)]
 #[path = "core.rs"]
 mod core;
 #[allow(dead_code, clippy::duplicate_mod)]
+#[allow(unreachable_pub)]
 #[path = "invoke.rs"]
 mod invoke;
 

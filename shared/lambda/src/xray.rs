@@ -41,7 +41,7 @@ pub(crate) struct TraceHeader {
 impl TraceHeader {
     /// `Root=1-...;Parent=...;Sampled=1` (any order, other keys ignored); None without a
     /// root or a parent.
-    pub fn parse(header: &str) -> Option<Self> {
+    pub(crate) fn parse(header: &str) -> Option<Self> {
         let mut root = None;
         let mut parent = None;
         let mut sampled = false;

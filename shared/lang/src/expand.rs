@@ -150,7 +150,7 @@ fn arg_parts(arg: &Value) -> (&str, &Value) {
 }
 
 impl<'a> Expander<'a> {
-    pub fn new(fragments: &'a IndexMap<String, Fragment>) -> Self {
+    pub(crate) fn new(fragments: &'a IndexMap<String, Fragment>) -> Self {
         Expander {
             fragments,
             unbound: Vec::new(),
@@ -301,7 +301,7 @@ impl<'a> Expander<'a> {
     }
 
     /// The one file a builder error at `pos` can be about, if there is one.
-    pub fn origin_of(&self, pos: Pos) -> Option<&Rc<Source>> {
+    pub(crate) fn origin_of(&self, pos: Pos) -> Option<&Rc<Source>> {
         let files = self
             .transition_origins
             .get(&pos)
@@ -329,7 +329,12 @@ impl<'a> Expander<'a> {
     /// `_expand`: hooks, timeout, transitions and inline submachine body resolved in this
     /// scope, child states expanded, then each `use` spliced in as a child composite.
     /// `path` is the node's full path, as the builder derives it (the root's is empty).
-    pub fn expand(&mut self, cfg: &Object, scope: &Scope, path: &str) -> Result<Object, LangError> {
+    pub(crate) fn expand(
+        &mut self,
+        cfg: &Object,
+        scope: &Scope,
+        path: &str,
+    ) -> Result<Object, LangError> {
         let mut cfg = cfg.clone();
         self.note_origin(&cfg, scope, false);
         self.state_files

@@ -33,7 +33,7 @@ pub(crate) struct Source {
 }
 
 impl Source {
-    pub fn error(&self, kind: ErrorKind, pos: Option<Pos>, message: String) -> LangError {
+    pub(crate) fn error(&self, kind: ErrorKind, pos: Option<Pos>, message: String) -> LangError {
         match pos {
             Some(pos) => LangError::at(kind, &self.origin, &self.text, pos, message),
             None => LangError::new(kind, &self.origin, message),
@@ -81,7 +81,7 @@ pub(crate) struct Base {
 
 impl Base {
     /// The directory of the file at `path` (as given by the caller).
-    pub fn of_file(path: &Path) -> Base {
+    pub(crate) fn of_file(path: &Path) -> Base {
         let shown = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let real = std::fs::canonicalize(path)
             .ok()
@@ -102,7 +102,7 @@ fn tidy(path: &Path) -> String {
 
 impl Importer {
     /// Loading starts at the root file: `real` is its path when it is a file.
-    pub fn new(root_real: Option<PathBuf>, root_shown: &str) -> Importer {
+    pub(crate) fn new(root_real: Option<PathBuf>, root_shown: &str) -> Importer {
         Importer {
             seen: HashSet::new(),
             chain: vec![Link {
@@ -121,7 +121,7 @@ impl Importer {
     /// Parse `source` and pull in its imports, recursively (`_load_program`). `base` is
     /// where its imports resolve from: `None` for text that is not a file (harel then
     /// resolves against the working directory).
-    pub fn load(
+    pub(crate) fn load(
         &mut self,
         source: &Rc<Source>,
         base: Option<&Base>,

@@ -10,12 +10,12 @@
 use crate::error::{ErrorKind, LangError};
 
 /// The deepest nesting accepted: brackets of any kind, plus a run of `not`s.
-pub const MAX_NESTING: usize = 64;
+pub(crate) const MAX_NESTING: usize = 64;
 
 /// Refuse `text` where it first nests deeper than [`MAX_NESTING`], pointing at the opener
 /// that went past. Strings and comments are skipped as the grammar reads them (a string
 /// ends at its closing quote or at the end of the line).
-pub fn check(text: &str, origin: &str) -> Result<(), LangError> {
+pub(crate) fn check(text: &str, origin: &str) -> Result<(), LangError> {
     let mut brackets = 0usize;
     // consecutive `not`s (a `(` between them does not end the run: `not (not x)`)
     let mut nots = 0usize;

@@ -6,7 +6,7 @@
 //! states, events and outcomes.
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum UnquoteError {
+pub(crate) enum UnquoteError {
     #[error("truncated \\{0} escape in a string")]
     Truncated(char),
     #[error("illegal Unicode character in a string escape")]
@@ -16,7 +16,7 @@ pub enum UnquoteError {
 }
 
 /// Decode the body of an `ESCAPED_STRING` token, quotes included.
-pub fn unquote(token: &str) -> Result<String, UnquoteError> {
+pub(crate) fn unquote(token: &str) -> Result<String, UnquoteError> {
     let inner = token
         .strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))

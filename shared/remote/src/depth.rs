@@ -6,11 +6,11 @@
 
 /// An action map larger than this is refused unread: a map of a thousand actions is a few
 /// tens of kilobytes.
-pub const MAX_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_BYTES: usize = 1024 * 1024;
 
 /// Refuse `text` past [`MAX_BYTES`], or nested past `harel_model::nesting::MAX_DEPTH`
 /// levels (saying where).
-pub fn check(text: &str) -> Result<(), String> {
+pub(crate) fn check(text: &str) -> Result<(), String> {
     if text.len() > MAX_BYTES {
         return Err(format!(
             "{} bytes: an action map is at most {MAX_BYTES} bytes",

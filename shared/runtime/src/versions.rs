@@ -189,7 +189,7 @@ pub(crate) struct Versions {
 }
 
 impl Versions {
-    pub fn of(definitions: &HashMap<String, Arc<Definition>>) -> Self {
+    pub(crate) fn of(definitions: &HashMap<String, Arc<Definition>>) -> Self {
         let mut v = Versions::default();
         for (id, defn) in definitions {
             let Ok(document) = bundle_document(defn) else {
@@ -211,7 +211,7 @@ impl Versions {
         v
     }
 
-    pub fn doc(&self, version: &str, now: f64) -> Option<DefinitionDoc> {
+    pub(crate) fn doc(&self, version: &str, now: f64) -> Option<DefinitionDoc> {
         let bundle = self.deployed.get(version)?;
         Some(DefinitionDoc {
             version: version.to_string(),

@@ -8,7 +8,7 @@ fn root() -> PathBuf {
 }
 
 /// The tools' bin directories, or None (with the reason printed) when they cannot be installed.
-pub fn lambda_tools() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn lambda_tools() -> Option<(PathBuf, PathBuf)> {
     let out = Command::new("bash")
         .arg(root().join("scripts/install-lambda-tools.sh"))
         .output()

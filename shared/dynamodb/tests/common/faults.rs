@@ -13,7 +13,7 @@ use harel_testwire::Recorder;
 
 /// A canned failure for the next request of `operation` (e.g. "TransactWriteItems").
 #[derive(Clone, Debug)]
-pub struct Fault {
+pub(crate) struct Fault {
     pub operation: &'static str,
     pub status: u16,
     pub body: String,
@@ -24,7 +24,7 @@ pub struct Fault {
 
 impl Fault {
     /// A `TransactionCanceledException` with these reason codes ("None" for fine items).
-    pub fn cancelled(reasons: &[&str]) -> Self {
+    pub(crate) fn cancelled(reasons: &[&str]) -> Self {
         let reasons: Vec<serde_json::Value> = reasons
             .iter()
             .map(|c| {
@@ -50,7 +50,7 @@ impl Fault {
 
     /// The request reaches the service and acts, but its answer is lost: the client sees a
     /// retryable 500 (as after a dropped connection answered by the load balancer).
-    pub fn answer_lost(operation: &'static str) -> Self {
+    pub(crate) fn answer_lost(operation: &'static str) -> Self {
         Fault {
             status: 500,
             after_sending: true,
@@ -59,7 +59,7 @@ impl Fault {
     }
 
     /// A bare service error `code` on `operation`.
-    pub fn error(operation: &'static str, code: &str) -> Self {
+    pub(crate) fn error(operation: &'static str, code: &str) -> Self {
         Fault {
             operation,
             status: 400,
@@ -74,7 +74,7 @@ impl Fault {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Faults {
+pub(crate) struct Faults {
     queue: Arc<Mutex<VecDeque<Fault>>>,
     /// The ClientRequestToken of every TransactWriteItems sent, in order.
     tokens: Arc<Mutex<Vec<String>>>,
@@ -85,22 +85,22 @@ pub struct Faults {
 }
 
 impl Faults {
-    pub fn push(&self, fault: Fault) {
+    pub(crate) fn push(&self, fault: Fault) {
         self.queue.lock().expect("fault queue").push_back(fault);
     }
 
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.queue.lock().expect("fault queue").len()
     }
 
     /// The tokens sent so far.
-    pub fn tokens(&self) -> Vec<String> {
+    pub(crate) fn tokens(&self) -> Vec<String> {
         self.tokens.lock().expect("tokens").clone()
     }
 
     /// Answer a TransactWriteItems whose token was applied before as DynamoDB does within its
     /// 10-minute window: a success, nothing applied again.
-    pub fn emulate_dynamodb_tokens(&self) {
+    pub(crate) fn emulate_dynamodb_tokens(&self) {
         self.dynamodb_tokens
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
@@ -153,12 +153,12 @@ impl WireFault for Faults {
 
 /// A client on the moto endpoint that fails on cue, with SDK retries off (so each canned
 /// failure reaches the store exactly once).
-pub async fn faulty_client() -> (aws_sdk_dynamodb::Client, Faults) {
+pub(crate) async fn faulty_client() -> (aws_sdk_dynamodb::Client, Faults) {
     faulty_client_with(aws_sdk_dynamodb::config::retry::RetryConfig::disabled()).await
 }
 
 /// The same with the SDK's standard retries (short backoffs): a lost answer is sent again.
-pub async fn retrying_faulty_client() -> (aws_sdk_dynamodb::Client, Faults) {
+pub(crate) async fn retrying_faulty_client() -> (aws_sdk_dynamodb::Client, Faults) {
     faulty_client_with(
         aws_sdk_dynamodb::config::retry::RetryConfig::standard()
             .with_max_attempts(3)

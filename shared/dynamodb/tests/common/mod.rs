@@ -5,7 +5,7 @@
 use aws_sdk_dynamodb::Client;
 use harel_dynamodb::DynamoDbStore;
 
-pub fn endpoint() -> String {
+pub(crate) fn endpoint() -> String {
     std::env::var("AWS_ENDPOINT_URL")
         .or_else(|_| std::env::var("MOTO_ENDPOINT"))
         .expect(
@@ -14,7 +14,7 @@ pub fn endpoint() -> String {
         )
 }
 
-pub async fn sdk_config() -> aws_config::SdkConfig {
+pub(crate) async fn sdk_config() -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint())
         .region(aws_config::Region::new("us-east-1"))
@@ -22,15 +22,15 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
         .await
 }
 
-pub async fn client() -> Client {
+pub(crate) async fn client() -> Client {
     Client::new(&sdk_config().await)
 }
 
-pub fn fresh_prefix() -> String {
+pub(crate) fn fresh_prefix() -> String {
     format!("t{}", &uuid::Uuid::new_v4().simple().to_string()[..20])
 }
 
-pub async fn store_on(client: Client, trace_max: usize) -> DynamoDbStore {
+pub(crate) async fn store_on(client: Client, trace_max: usize) -> DynamoDbStore {
     let store = DynamoDbStore::new(client, &fresh_prefix())
         .expect("a valid prefix")
         .with_trace_max(trace_max);
@@ -38,14 +38,14 @@ pub async fn store_on(client: Client, trace_max: usize) -> DynamoDbStore {
     store
 }
 
-pub async fn store(trace_max: usize) -> DynamoDbStore {
+pub(crate) async fn store(trace_max: usize) -> DynamoDbStore {
     store_on(client().await, trace_max).await
 }
-pub mod faults;
+pub(crate) mod faults;
 
 /// A client on the moto server whose every request the wire recorder records (requests per
 /// operation, items read).
-pub async fn recorded_client() -> (Client, harel_testwire::Recorder) {
+pub(crate) async fn recorded_client() -> (Client, harel_testwire::Recorder) {
     let recorder = harel_testwire::Recorder::new();
     let conf = aws_sdk_dynamodb::config::Builder::from(&sdk_config().await)
         .http_client(recorder.http_client())

@@ -12,7 +12,7 @@ use harel_idempotency::size::{item_size, write_units};
 use harel_idempotency::{Client, ClientError, Item};
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub get: usize,
     pub put: usize,
     pub update: usize,
@@ -23,12 +23,12 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn requests(&self) -> usize {
+    pub(crate) fn requests(&self) -> usize {
         self.get + self.put + self.update + self.delete
     }
 }
 
-pub struct Counting {
+pub(crate) struct Counting {
     inner: aws_sdk_dynamodb::Client,
     table: String,
     /// The table's key attributes, to find a put's item again.
@@ -43,7 +43,7 @@ pub struct Counting {
 }
 
 impl Counting {
-    pub fn new(inner: aws_sdk_dynamodb::Client, table: &str, key_attrs: &[&str]) -> Self {
+    pub(crate) fn new(inner: aws_sdk_dynamodb::Client, table: &str, key_attrs: &[&str]) -> Self {
         Self {
             inner,
             table: table.to_owned(),
@@ -59,12 +59,12 @@ impl Counting {
     }
 
     /// Also measure write units (costs uncounted reads around each write).
-    pub fn measuring_units(mut self) -> Self {
+    pub(crate) fn measuring_units(mut self) -> Self {
         self.measure_units = true;
         self
     }
 
-    pub fn counts(&self) -> Counts {
+    pub(crate) fn counts(&self) -> Counts {
         Counts {
             get: self.get.load(Ordering::SeqCst),
             put: self.put.load(Ordering::SeqCst),
@@ -75,7 +75,7 @@ impl Counting {
         }
     }
 
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         for c in [
             &self.get,
             &self.put,

@@ -11,18 +11,18 @@ use harel_testwire::recorder::{Canned, Fault, Request, Verdict};
 use harel_testwire::Recorder;
 
 #[derive(Debug, Clone, Default)]
-pub struct LoseFirstPutAnswer {
+pub(crate) struct LoseFirstPutAnswer {
     /// PutItem requests sent to the endpoint.
     pub puts: Arc<AtomicUsize>,
 }
 
 impl LoseFirstPutAnswer {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The SDK's HTTP client, with this fault on it.
-    pub fn http_client(&self) -> SharedHttpClient {
+    pub(crate) fn http_client(&self) -> SharedHttpClient {
         Recorder::new().with_fault(self.clone()).http_client()
     }
 }

@@ -1,8 +1,8 @@
 //! Shared by the moto tests: the endpoint, an SDK client, throwaway tables.
 #![allow(dead_code)]
 
-pub mod counting;
-pub mod lost_answer;
+pub(crate) mod counting;
+pub(crate) mod lost_answer;
 
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
 use harel_idempotency::Item;
 
 /// The moto server's address; these tests refuse to pass without one.
-pub fn endpoint() -> String {
+pub(crate) fn endpoint() -> String {
     std::env::var("AWS_ENDPOINT_URL")
         .or_else(|_| std::env::var("MOTO_ENDPOINT"))
         .expect(
@@ -19,7 +19,7 @@ pub fn endpoint() -> String {
         )
 }
 
-pub async fn sdk_client() -> aws_sdk_dynamodb::Client {
+pub(crate) async fn sdk_client() -> aws_sdk_dynamodb::Client {
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint())
         .load()
@@ -28,7 +28,11 @@ pub async fn sdk_client() -> aws_sdk_dynamodb::Client {
 }
 
 /// A new table with partition key `pk` and optional sort key `sk`; its name is unique.
-pub async fn create_table(client: &aws_sdk_dynamodb::Client, pk: &str, sk: Option<&str>) -> String {
+pub(crate) async fn create_table(
+    client: &aws_sdk_dynamodb::Client,
+    pk: &str,
+    sk: Option<&str>,
+) -> String {
     let name = format!("idem-{}", uuid::Uuid::new_v4());
     let mut req = client
         .create_table()
@@ -61,7 +65,7 @@ fn key(name: &str, kind: KeyType) -> KeySchemaElement {
         .expect("name and type set")
 }
 
-pub async fn get(client: &aws_sdk_dynamodb::Client, table: &str, key: Item) -> Option<Item> {
+pub(crate) async fn get(client: &aws_sdk_dynamodb::Client, table: &str, key: Item) -> Option<Item> {
     client
         .get_item()
         .table_name(table)
@@ -73,7 +77,7 @@ pub async fn get(client: &aws_sdk_dynamodb::Client, table: &str, key: Item) -> O
         .item
 }
 
-pub async fn put(client: &aws_sdk_dynamodb::Client, table: &str, item: Item) {
+pub(crate) async fn put(client: &aws_sdk_dynamodb::Client, table: &str, item: Item) {
     client
         .put_item()
         .table_name(table)
@@ -83,10 +87,10 @@ pub async fn put(client: &aws_sdk_dynamodb::Client, table: &str, item: Item) {
         .expect("put item");
 }
 
-pub fn s(v: &str) -> AttributeValue {
+pub(crate) fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_owned())
 }
 
-pub fn n(v: i64) -> AttributeValue {
+pub(crate) fn n(v: i64) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }

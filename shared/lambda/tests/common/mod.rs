@@ -13,18 +13,18 @@ use harel_queue::{MemoryTransport, Received};
 use harel_runtime::Driver;
 use harel_runtime::{ActionRegistry, ManualClock};
 
-pub mod shared;
-pub use shared::Shared;
+pub(crate) mod shared;
+pub(crate) use shared::Shared;
 
-pub type TestWorker = Worker<Shared, Arc<MemoryTransport>, harel_idempotency::MemoryClient>;
+pub(crate) type TestWorker = Worker<Shared, Arc<MemoryTransport>, harel_idempotency::MemoryClient>;
 
-pub fn flow() -> Definition {
+pub(crate) fn flow() -> Definition {
     let text = include_str!("../machines/flow.json");
     let config: serde_json::Value = serde_json::from_str(text).expect("flow.json is JSON");
     harel_model::build::build_definition(&config, "Flow", None).expect("Flow builds")
 }
 
-pub fn config() -> Config {
+pub(crate) fn config() -> Config {
     let env = [
         ("AWS_REGION", "us-east-1"),
         ("HAREL_TABLE_PREFIX", "t_"),
@@ -40,7 +40,7 @@ pub fn config() -> Config {
     .expect("test config")
 }
 
-pub struct Harness {
+pub(crate) struct Harness {
     pub worker: Arc<TestWorker>,
     pub transport: Arc<MemoryTransport>,
     pub clock: ManualClock,
@@ -49,7 +49,7 @@ pub struct Harness {
     pub waker: Arc<harel_lambda::MemoryWaker>,
 }
 
-pub fn actions(counted: Arc<AtomicUsize>) -> ActionRegistry {
+pub(crate) fn actions(counted: Arc<AtomicUsize>) -> ActionRegistry {
     let mut actions = ActionRegistry::with_stdlib();
     actions.register_fn("flow.count", move |ctx, _ev, _inputs| {
         counted.fetch_add(1, Ordering::SeqCst);
@@ -71,7 +71,7 @@ pub fn actions(counted: Arc<AtomicUsize>) -> ActionRegistry {
     actions
 }
 
-pub fn harness(idempotent: bool) -> Harness {
+pub(crate) fn harness(idempotent: bool) -> Harness {
     let transport = Arc::new(MemoryTransport::new());
     let clock = ManualClock::new(1_000.0);
     let counted = Arc::new(AtomicUsize::new(0));
@@ -106,13 +106,13 @@ pub fn harness(idempotent: bool) -> Harness {
     }
 }
 
-pub fn record(m: &Received) -> Record {
+pub(crate) fn record(m: &Received) -> Record {
     Record::from(m)
 }
 
 impl Harness {
     /// Send a raw message as a client would.
-    pub async fn send(&self, group: &str, body: String) {
+    pub(crate) async fn send(&self, group: &str, body: String) {
         use harel_queue::Transport;
         let dedupe = uuid::Uuid::new_v4().to_string();
         self.transport
@@ -121,13 +121,13 @@ impl Harness {
             .expect("sent");
     }
 
-    pub async fn send_event(&self, group: &str, event: harel_model::Event) {
+    pub(crate) async fn send_event(&self, group: &str, event: harel_model::Event) {
         self.send(group, event.to_json()).await;
     }
 
     /// Deliver queued messages to the worker until the queue is empty (at most `rounds`
     /// batches); failed records go back in front. Returns every batch outcome.
-    pub async fn pump(&self, rounds: usize) -> Vec<BatchOutcome> {
+    pub(crate) async fn pump(&self, rounds: usize) -> Vec<BatchOutcome> {
         let mut outcomes = Vec::new();
         for _ in 0..rounds {
             let batch = self.transport.take(10);
@@ -153,7 +153,7 @@ impl Harness {
         outcomes
     }
 
-    pub async fn exe(&self, id: &str) -> harel_model::Execution {
+    pub(crate) async fn exe(&self, id: &str) -> harel_model::Execution {
         use harel_store::prelude::*;
         self.worker
             .store

@@ -12,7 +12,7 @@ use harel_store::{
 };
 
 #[derive(Clone, Default)]
-pub struct Shared {
+pub(crate) struct Shared {
     pub inner: Arc<MemoryStore>,
     pub calls: Arc<AtomicUsize>,
     pub conflict_next_commit: Arc<AtomicBool>,
@@ -25,7 +25,7 @@ impl Shared {
     fn count(&self) {
         self.calls.fetch_add(1, Ordering::SeqCst);
     }
-    pub fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
 }

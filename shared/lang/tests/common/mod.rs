@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 /// harel's Python: `HAREL_PYTHON`, else the workspace's `.venv` (scripts/python-env.sh).
-pub fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     if let Ok(p) = std::env::var("HAREL_PYTHON") {
         return PathBuf::from(p);
     }
@@ -23,7 +23,7 @@ pub fn python() -> PathBuf {
 }
 
 /// The `.stm` files under `tests/<dir>` (sorted).
-pub fn stm_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn stm_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("dir entry").path())
@@ -33,12 +33,12 @@ pub fn stm_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-pub fn manifest_dir() -> PathBuf {
+pub(crate) fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The `.stm` files of each directory (relative to the crate), directory by directory.
-pub fn stm_files_in(dirs: &[&str]) -> Vec<PathBuf> {
+pub(crate) fn stm_files_in(dirs: &[&str]) -> Vec<PathBuf> {
     dirs.iter()
         .flat_map(|dir| stm_files(&manifest_dir().join(dir)))
         .collect()
@@ -46,7 +46,10 @@ pub fn stm_files_in(dirs: &[&str]) -> Vec<PathBuf> {
 
 /// Every machine of the `.stm` files of `dirs`, loaded as harel's `definition_from_dsl`
 /// would: `f(file, machine name, definition)`.
-pub fn for_each_machine(dirs: &[&str], mut f: impl FnMut(&Path, &str, harel_model::Definition)) {
+pub(crate) fn for_each_machine(
+    dirs: &[&str],
+    mut f: impl FnMut(&Path, &str, harel_model::Definition),
+) {
     for file in stm_files_in(dirs) {
         let program = harel_lang::parse_file(&file).unwrap_or_else(|e| panic!("{e}"));
         for name in program.machines.keys() {
@@ -60,7 +63,7 @@ pub fn for_each_machine(dirs: &[&str], mut f: impl FnMut(&Path, &str, harel_mode
 
 /// Runs `tests/support/<script>` with harel's Python; its stdout. A failing script fails
 /// the test with its stderr, since harel's traceback is the diagnosis.
-pub fn run_harel_script(script: &str, args: &[&OsStr]) -> String {
+pub(crate) fn run_harel_script(script: &str, args: &[&OsStr]) -> String {
     let out = Command::new(python())
         .arg(manifest_dir().join("tests/support").join(script))
         .args(args)
@@ -75,7 +78,7 @@ pub fn run_harel_script(script: &str, args: &[&OsStr]) -> String {
 }
 
 /// The support scripts print one JSON value a line.
-pub fn json_lines(text: &str) -> Vec<Value> {
+pub(crate) fn json_lines(text: &str) -> Vec<Value> {
     text.lines()
         .map(|l| serde_json::from_str(l).expect("harel's JSON"))
         .collect()
@@ -84,7 +87,7 @@ pub fn json_lines(text: &str) -> Vec<Value> {
 /// The snippet file: `HAREL_SNIPPETS` (e.g. mutated ones from `support/mutate_snippets.py`
 /// or random ones from `support/random_machines.py`), else `tests/snippets.txt`. One snippet
 /// a line, `⏎` for a newline.
-pub fn snippets_file() -> PathBuf {
+pub(crate) fn snippets_file() -> PathBuf {
     std::env::var_os("HAREL_SNIPPETS")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest_dir().join("tests/snippets.txt"))
@@ -92,7 +95,7 @@ pub fn snippets_file() -> PathBuf {
 
 /// Each snippet line (still `⏎`-encoded) with harel's verdict on it, as `script` prints one
 /// JSON line per snippet.
-pub fn harel_on_snippets(script: &str) -> Vec<(String, Value)> {
+pub(crate) fn harel_on_snippets(script: &str) -> Vec<(String, Value)> {
     let snippets = snippets_file();
     let theirs = json_lines(&run_harel_script(script, &[snippets.as_os_str()]));
     let text = std::fs::read_to_string(&snippets).expect("snippets");
@@ -104,7 +107,7 @@ pub fn harel_on_snippets(script: &str) -> Vec<(String, Value)> {
 /// Lark's earley lexer matches a keyword glued to the name that follows it (`stateA {}`
 /// is `state A {}`); our keywords end at a word boundary, so such a file is refused with a
 /// located error instead of read in a way its author likely did not mean.
-pub const KNOWN_DEVIATIONS: [&str; 2] = [
+pub(crate) const KNOWN_DEVIATIONS: [&str; 2] = [
     "machine M { initial A stateA {} }",
     "machine M { initial A state A {} fromA to A }",
 ];

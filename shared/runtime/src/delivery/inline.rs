@@ -22,7 +22,7 @@ impl<S: ExecutionStore> Inline<'_, S> {
     /// Drive deferred work to quiescence: create pending children, deliver pending outbox
     /// events (deduped). Returns the executions it committed a step of (an execution not
     /// among them is as its caller last committed it: no need to read it back).
-    pub async fn flush(&self) -> Result<BTreeSet<SmolStr>, RuntimeError> {
+    pub(crate) async fn flush(&self) -> Result<BTreeSet<SmolStr>, RuntimeError> {
         let mut touched = BTreeSet::new();
         loop {
             let spawns = self.store.pending_spawns().await?;
@@ -65,7 +65,7 @@ impl<S: ExecutionStore> Inline<'_, S> {
     /// Deliver every timer due now, one at a time (two timers of one execution must not
     /// race), and remove it. A SUSPENDED execution's timers stay armed. Timers another
     /// writer armed outside the store's time index (harel Python's) are included.
-    pub async fn fire_due_timers(&self) -> Result<usize, RuntimeError> {
+    pub(crate) async fn fire_due_timers(&self) -> Result<usize, RuntimeError> {
         let mut fired = 0;
         let now = self.driver.now();
         let mut due = self.store.due_timers(now).await?;
@@ -92,7 +92,7 @@ impl<S: ExecutionStore> Inline<'_, S> {
 
     /// Process one event for `exe` where [`route`] sends it, then relay. Returns what the
     /// relay committed a step of ([`Inline::flush`]).
-    pub async fn inject(
+    pub(crate) async fn inject(
         &self,
         exe: &mut Execution,
         event: &Event,
