@@ -82,6 +82,7 @@ macro_rules! transport_contract_tests {
             a_dead_letter_carries_its_reason_source_and_group,
             a_dead_letter_without_a_usable_group_goes_to_the_malformed_group,
             a_message_dead_lettered_twice_is_kept_once,
+            an_empty_body_and_reason_are_dead_lettered_with_placeholders,
             a_deleted_dead_letter_is_gone_and_a_released_one_stays);
     };
     (@cases $make:path; $attr:tt; $($case:ident),*) => {
@@ -309,6 +310,22 @@ pub async fn a_message_dead_lettered_twice_is_kept_once<Q: QueueUnderTest>(q: &Q
         1,
         "one dead letter per source message: {letters:?}"
     );
+}
+
+/// SQS refuses an empty body or attribute value: a dead letter of an empty message with no
+/// reason is still kept, saying so.
+pub async fn an_empty_body_and_reason_are_dead_lettered_with_placeholders<Q: QueueUnderTest>(
+    q: &Q,
+) {
+    let group = unique("empty");
+    q.transport()
+        .dead_letter("empty-source", Some(&group), "", "")
+        .await
+        .expect("dead_letter of an empty message");
+    let letters = look(q).await;
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0].body, "(empty body)");
+    assert_eq!(letters[0].reason.as_deref(), Some("unspecified"));
 }
 
 /// An operator deletes one dead letter and releases the other: the next look finds the

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{EntryFailure, TransportError};
 use crate::message::{Outgoing, Received};
-use crate::transport::{dead_letter_group, Transport, REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE};
+use crate::transport::{dead_letter_message, Transport, REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE};
 
 /// SQS FIFO's deduplication interval.
 pub const DEDUPE_WINDOW: Duration = Duration::from_secs(5 * 60);
@@ -194,15 +194,7 @@ impl Transport for MemoryTransport {
         body: &str,
         reason: &str,
     ) -> Result<(), TransportError> {
-        let message = Outgoing::raw(
-            dead_letter_group(group_id),
-            format!("dlq:{message_id}"),
-            body.to_string(),
-        )?;
-        let attributes = vec![
-            (REASON_ATTRIBUTE.to_string(), reason.to_string()),
-            (SOURCE_ID_ATTRIBUTE.to_string(), message_id.to_string()),
-        ];
+        let (message, attributes) = dead_letter_message(message_id, group_id, body, reason)?;
         let mut state = self.lock();
         let now = Instant::now();
         state

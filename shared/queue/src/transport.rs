@@ -68,6 +68,38 @@ pub fn dead_letter_group(group_id: Option<&str>) -> String {
     }
 }
 
+/// What a dead letter is on the wire, for every adapter alike: the body (a placeholder for
+/// an empty one, which SQS refuses), the original group when SQS would accept it again, a
+/// dedupe id from the source message id (a message dead-lettered twice is kept once), and
+/// the reason and source attributes (`unspecified` for an empty reason, likewise refused).
+pub fn dead_letter_message(
+    message_id: &str,
+    group_id: Option<&str>,
+    body: &str,
+    reason: &str,
+) -> Result<(Outgoing, Vec<(String, String)>), TransportError> {
+    let body = if body.is_empty() {
+        "(empty body)"
+    } else {
+        body
+    };
+    let reason = if reason.is_empty() {
+        "unspecified"
+    } else {
+        reason
+    };
+    let message = Outgoing::raw(
+        dead_letter_group(group_id),
+        crate::dedupe::DedupeKey::Explicit(format!("dlq:{message_id}")).dedupe_id("", ""),
+        body.to_string(),
+    )?;
+    let attributes = vec![
+        (REASON_ATTRIBUTE.to_string(), reason.to_string()),
+        (SOURCE_ID_ATTRIBUTE.to_string(), message_id.to_string()),
+    ];
+    Ok((message, attributes))
+}
+
 /// A shared transport (the worker and the test that inspects the queue hold the same one).
 impl<T: Transport> Transport for std::sync::Arc<T> {
     fn publish_batch(

@@ -14,9 +14,7 @@ use aws_sdk_sqs::Client;
 use harel_queue::error::{EntryFailure, TransportError};
 pub use harel_queue::message::receive_count;
 use harel_queue::message::{Outgoing, Received};
-use harel_queue::transport::{
-    dead_letter_group, visibility_seconds, Transport, REASON_ATTRIBUTE, SOURCE_ID_ATTRIBUTE,
-};
+use harel_queue::transport::{dead_letter_message, visibility_seconds, Transport};
 pub use harel_queue::transport::{MAX_BATCH, MAX_BATCH_BYTES};
 /// Resends of entries SQS failed for reasons of its own (not the sender's fault).
 const ENTRY_RETRIES: u32 = 3;
@@ -371,38 +369,26 @@ impl Transport for SqsTransport {
         let dlq = self.dlq_url.as_deref().ok_or_else(|| {
             TransportError::request("no dead-letter queue configured (HAREL_DLQ_URL)")
         })?;
-        let string = |v: &str| {
-            MessageAttributeValue::builder()
-                .data_type("String")
-                .string_value(v)
-                .build()
-                .map_err(|e| TransportError::request(format!("building a message attribute: {e}")))
-        };
-        // SQS refuses empty attribute values and bodies: say so instead of failing obscurely
-        let reason = if reason.is_empty() {
-            "unspecified"
-        } else {
-            reason
-        };
-        let body = if body.is_empty() {
-            "(empty body)"
-        } else {
-            body
-        };
-        let attributes: HashMap<String, MessageAttributeValue> = [
-            (REASON_ATTRIBUTE.to_string(), string(reason)?),
-            (SOURCE_ID_ATTRIBUTE.to_string(), string(message_id)?),
-        ]
-        .into_iter()
-        .collect();
+        let (message, attributes) = dead_letter_message(message_id, group_id, body, reason)?;
+        let attributes = attributes
+            .into_iter()
+            .map(|(name, value)| {
+                MessageAttributeValue::builder()
+                    .data_type("String")
+                    .string_value(value)
+                    .build()
+                    .map(|v| (name, v))
+                    .map_err(|e| {
+                        TransportError::request(format!("building a message attribute: {e}"))
+                    })
+            })
+            .collect::<Result<HashMap<_, _>, _>>()?;
         self.client
             .send_message()
             .queue_url(dlq)
-            .message_body(body)
-            .message_group_id(dead_letter_group(group_id))
-            .message_deduplication_id(
-                crate::dedupe::DedupeKey::Explicit(format!("dlq:{message_id}")).dedupe_id("", ""),
-            )
+            .message_body(message.body)
+            .message_group_id(message.group_id)
+            .message_deduplication_id(message.dedupe_id)
             .set_message_attributes(Some(attributes))
             .send()
             .await
