@@ -178,7 +178,12 @@ fn parse_all(text: String) -> Result<(), String> {
             return Err(format!("{format:?}: a refusal without a reason: {shown}"));
         }
         if let Some((line, column)) = e.position {
-            let lines = text.split('\n').count();
+            // lines as the format counts them: YAML breaks a line at `\r` too (`\r\n` is one
+            // break), JSON at `\n` only
+            let lines = match format {
+                Format::Yaml => text.replace("\r\n", "\n").split(['\n', '\r']).count(),
+                _ => text.split('\n').count(),
+            };
             if line == 0 || column == 0 || line > lines + 1 {
                 return Err(format!(
                     "{format:?}: a place outside the text ({line}:{column}, {lines} lines): {shown}"
