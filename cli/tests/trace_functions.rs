@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use harel_app::aws::AppWorker;
-use harel_app::Booted;
+use harel_app::Services;
 use harel_lambda::Role;
 use harel_model::{Object, Status};
 use harel_store::prelude::*;
@@ -33,7 +33,7 @@ fn has(haystack: &str, needle: &str) {
 
 /// The stack (the one fixture) with the worker as `boot(Role::Worker)` builds it from the
 /// stack's settings, and the relay function booted from the same settings.
-async fn deploy(trace: &str) -> (Deployed<AppWorker>, Booted) {
+async fn deploy(trace: &str) -> (Deployed<AppWorker>, Services) {
     let moto = MotoStack::new("tr").await;
     moto.create_idempotency_table(&aws_sdk_dynamodb::Client::new(&moto.sdk))
         .await;

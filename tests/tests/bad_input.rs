@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use harel_lambda::worker::DeadLetterReason;
-use harel_lambda::{Handled, RecordError};
+use harel_lambda::{RecordError, RecordOutcome};
 use harel_model::{Event, Object, Status};
 use harel_runtime::admission::Skip;
 use harel_runtime::ManualClock;
@@ -66,7 +66,7 @@ async fn receive_n(w: &World, n: usize) -> Vec<Received> {
 
 /// Hand every visible message to the worker, batch after batch, as the event source does
 /// (successes deleted, failures left to come back); returns (body, outcome) in handling order.
-async fn pump(w: &World) -> Vec<(String, Result<Handled, String>)> {
+async fn pump(w: &World) -> Vec<(String, Result<RecordOutcome, String>)> {
     let worker = w.worker(&World::calm());
     let mut seen = Vec::new();
     for _ in 0..30 {
@@ -143,12 +143,15 @@ async fn a_malformed_record_never_blocks_its_group_nor_crashes_the_batch() {
         .handle_batch(got.iter().map(Received::record).collect(), None)
         .await;
     assert!(outcome.failed_ids().is_empty(), "{:?}", outcome.records);
-    let results: Vec<&Handled> = outcome
+    let results: Vec<&RecordOutcome> = outcome
         .records
         .iter()
         .map(|(_, r)| r.as_ref().expect("handled"))
         .collect();
-    assert!(matches!(results[0], Handled::Created { .. }), "{results:?}");
+    assert!(
+        matches!(results[0], RecordOutcome::Created { .. }),
+        "{results:?}"
+    );
     for (i, why) in [
         (1, "body is not JSON"),
         (2, "not a harel Event"),
@@ -157,14 +160,14 @@ async fn a_malformed_record_never_blocks_its_group_nor_crashes_the_batch() {
         (7, "not a harel Event"),
     ] {
         match results[i] {
-            Handled::DeadLettered {
+            RecordOutcome::DeadLettered {
                 reason: DeadLetterReason::Malformed(text),
             } => assert!(text.contains(why), "{i}: {text}"),
             other => panic!("record {i} ({:?}): {other:?}", messages[i].1),
         }
     }
     match results[4] {
-        Handled::DeadLettered {
+        RecordOutcome::DeadLettered {
             reason:
                 DeadLetterReason::RefusedEvent {
                     kind, execution_id, ..
@@ -174,12 +177,12 @@ async fn a_malformed_record_never_blocks_its_group_nor_crashes_the_batch() {
     }
     // the good event after the garbage was applied
     assert!(
-        matches!(results[5], Handled::Processed { .. }),
+        matches!(results[5], RecordOutcome::Processed { .. }),
         "{results:?}"
     );
     // an event the machine does not declare: harel's engine ignores it (committed, no move)
     assert!(
-        matches!(results[8], Handled::Processed { .. }),
+        matches!(results[8], RecordOutcome::Processed { .. }),
         "{results:?}"
     );
     let exe = w.store.load(g).await.expect("load").expect("created");
@@ -232,26 +235,26 @@ async fn bad_creates_are_dead_lettered_with_the_reason() {
             .unwrap_or_else(|| panic!("no record {needle}"))
     };
     match outcome_of("NoSuchMachine") {
-        Ok(Handled::DeadLettered {
+        Ok(RecordOutcome::DeadLettered {
             reason: DeadLetterReason::UnknownMachine(machine),
         }) => assert_eq!(machine, "NoSuchMachine"),
         other => panic!("NoSuchMachine: {other:?}"),
     }
     match outcome_of("\"two\"") {
-        Ok(Handled::DeadLettered {
+        Ok(RecordOutcome::DeadLettered {
             reason: DeadLetterReason::InvalidContext { execution_id, .. },
         }) => assert_eq!(execution_id, "c-schema"),
         other => panic!("an invalid context: {other:?}"),
     }
     match outcome_of("someone-else") {
-        Ok(Handled::DeadLettered {
+        Ok(RecordOutcome::DeadLettered {
             reason: DeadLetterReason::Malformed(why),
         }) => assert!(why.contains("is not the message group"), "{why}"),
         other => panic!("a create for another group: {other:?}"),
     }
     assert!(matches!(
         outcome_of("\"items\":9"),
-        Ok(Handled::AlreadyExists { .. })
+        Ok(RecordOutcome::AlreadyExists { .. })
     ));
     let ok = w.store.load("c-ok").await.expect("load").expect("created");
     assert_eq!(
@@ -271,7 +274,7 @@ async fn bad_creates_are_dead_lettered_with_the_reason() {
     };
     let outcome = worker.handle_batch(vec![record], None).await;
     match &outcome.records[0].1 {
-        Ok(Handled::DeadLettered {
+        Ok(RecordOutcome::DeadLettered {
             reason: DeadLetterReason::Malformed(why),
         }) => assert!(why.contains("no MessageGroupId"), "{why}"),
         other => panic!("{other:?}"),
@@ -311,7 +314,7 @@ async fn events_for_unknown_finished_and_cancelled_executions_are_skipped() {
             .unwrap_or_else(|| panic!("no record {id}"))
     };
     match by_id("ghost-go") {
-        Ok(Handled::Skipped { reason, .. }) => assert_eq!(reason, Skip::NoSuchExecution),
+        Ok(RecordOutcome::Skipped { reason, .. }) => assert_eq!(reason, Skip::NoSuchExecution),
         other => panic!("{other:?}"),
     }
     let done = w.store.load("done-1").await.expect("load").expect("exists");
@@ -326,7 +329,7 @@ async fn events_for_unknown_finished_and_cancelled_executions_are_skipped() {
     let cancelled = w.store.load("cx-1").await.expect("load").expect("exists");
     assert_eq!(cancelled.status, Status::Cancelled, "{cancelled:?}");
     match by_id("cx-late") {
-        Ok(Handled::Skipped { reason, .. }) => assert_eq!(reason, Skip::Cancelled),
+        Ok(RecordOutcome::Skipped { reason, .. }) => assert_eq!(reason, Skip::Cancelled),
         other => panic!("{other:?}"),
     }
     assert!(dead_letters(&w).await.is_empty());

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use harel_control::{CancelMode, Command};
-use harel_lambda::{Handled, RecordError};
+use harel_lambda::{RecordError, RecordOutcome};
 use harel_model::{Definition, Event, Status};
 use harel_runtime::admission::Skip;
 use harel_runtime::Driver;
@@ -45,7 +45,7 @@ impl std::ops::Deref for Stack {
 }
 
 /// What became of one record.
-type Outcome = Result<Handled, RecordError>;
+type Outcome = Result<RecordOutcome, RecordError>;
 
 impl Stack {
     async fn new() -> Stack {
@@ -83,7 +83,7 @@ impl Stack {
             .await;
         let outcomes = self.pump().await;
         assert!(
-            matches!(outcomes.first(), Some(Ok(Handled::Created { .. }))),
+            matches!(outcomes.first(), Some(Ok(RecordOutcome::Created { .. }))),
             "{outcomes:?}"
         );
     }
@@ -131,7 +131,7 @@ impl Stack {
 fn skipped(outcomes: &[Outcome], reason: Skip) -> usize {
     outcomes
         .iter()
-        .filter(|o| matches!(o, Ok(Handled::Skipped { reason: r, .. }) if *r == reason))
+        .filter(|o| matches!(o, Ok(RecordOutcome::Skipped { reason: r, .. }) if *r == reason))
         .count()
 }
 

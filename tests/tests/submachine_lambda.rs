@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harel_lambda::{sweep_once, Handled};
+use harel_lambda::{sweep_once, RecordOutcome};
 use harel_model::{Definition, Event, Object, Status};
 use harel_runtime::DeliverError;
 use harel_runtime::Driver;
@@ -221,7 +221,7 @@ async fn an_unknown_submachine_is_a_clear_error_and_the_spawn_stays() {
     // the parent's commit stands (the record succeeds); the child cannot be created
     let handled = stack.pump().await;
     assert!(
-        matches!(handled.first(), Some(Handled::Created { .. })),
+        matches!(handled.first(), Some(RecordOutcome::Created { .. })),
         "{handled:?}"
     );
     let parent = stack.load(id).await;

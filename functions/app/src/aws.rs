@@ -56,7 +56,7 @@ pub type AppDriver = Driver;
 pub type AppWorker = Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>;
 
 /// Everything a function needs, built once.
-pub struct Booted {
+pub struct Services {
     pub config: Config,
     pub store: DynamoDbStore,
     pub transport: SqsTransport,
@@ -77,7 +77,7 @@ pub struct Booted {
     pub callback_key: Option<harel_hooks::CallbackKey>,
 }
 
-impl Booted {
+impl Services {
     /// When a scheduled invocation must stop working: its deadline (epoch milliseconds, from
     /// the Lambda context) less the configured reserve, so it returns before Lambda kills it.
     pub fn work_deadline(&self, invocation_deadline_ms: u64) -> Instant {
@@ -233,7 +233,7 @@ fn checked(driver: AppDriver) -> Result<AppDriver, BootError> {
     Ok(driver)
 }
 
-pub async fn boot(role: Role) -> Result<Booted, BootError> {
+pub async fn boot(role: Role) -> Result<Services, BootError> {
     let config = Config::from_env(role)?;
     // the SDK's standard chain: AWS_REGION, credentials, AWS_ENDPOINT_URL for local endpoints;
     // HAREL_ENDPOINT_URL, which the template declares (empty in AWS) so that sam local invoke
@@ -255,7 +255,7 @@ pub async fn boot_with(
     role: Role,
     config: Config,
     sdk: &aws_config::SdkConfig,
-) -> Result<Booted, BootError> {
+) -> Result<Services, BootError> {
     // the worker and the relay (a child's start) commit steps: with the trace on, each
     // carries its entry, in the store's ring of `trace_max`
     let (driver, remote) = driver_with(
@@ -339,7 +339,7 @@ pub async fn boot_with(
         }
         _ => None,
     };
-    Ok(Booted {
+    Ok(Services {
         config,
         store,
         transport,

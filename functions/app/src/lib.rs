@@ -10,4 +10,4 @@ pub mod machines;
 pub mod shop;
 pub mod sweeper;
 
-pub use aws::{boot, init_tracing, BootError, Booted};
+pub use aws::{boot, init_tracing, BootError, Services};

@@ -9,7 +9,7 @@ use harel_lambda::{sweep, SweepPlan, SweepReport};
 use harel_schedule::{DynamoDbMarks, Schedules, TickReport};
 use serde_json::{json, Value};
 
-use crate::Booted;
+use crate::Services;
 
 /// The schedules the sweeper starts and where their marks are kept.
 #[derive(Clone, Debug)]
@@ -50,7 +50,7 @@ pub enum SweeperError {
 /// Run one invocation with `payload` (the scheduled event, or a wake), working until
 /// `deadline`.
 pub async fn invoke(
-    b: &Booted,
+    b: &Services,
     payload: &Value,
     deadline: Instant,
 ) -> Result<SweeperRun, SweeperError> {

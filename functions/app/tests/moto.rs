@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
-use harel_lambda::{Handled, RecordError, Role, Worker};
+use harel_lambda::{RecordError, RecordOutcome, Role, Worker};
 use harel_model::{Event, Execution, Object, Status};
 use harel_runtime::Driver;
 use harel_runtime::{Clock, ManualClock};
@@ -426,7 +426,7 @@ async fn a_long_suspension_parks_longer_each_time_and_never_dead_letters() {
                 outcome
                     .records
                     .iter()
-                    .all(|(_, r)| matches!(r, Ok(Handled::Processed { .. }))),
+                    .all(|(_, r)| matches!(r, Ok(RecordOutcome::Processed { .. }))),
                 "{:?}",
                 outcome.records
             );

@@ -22,4 +22,4 @@ pub use config::{Config, ConfigError, Role};
 pub use relay::{relay, RelayReport};
 pub use sweeper::{compat_due, fire_due, sweep, sweep_once, SweepPlan, SweepReport};
 pub use wake::{LambdaWaker, MemoryWaker, Waker};
-pub use worker::{BatchOutcome, Handled, Observed, Record, RecordError, Worker};
+pub use worker::{BatchOutcome, Observation, Record, RecordError, RecordOutcome, Worker};

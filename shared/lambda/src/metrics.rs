@@ -17,7 +17,7 @@ use crate::emf::{check_dimension_value, check_namespace, Document, Unit};
 use crate::logging::{DEFAULT_SERVICE, POWERTOOLS_SERVICE_NAME};
 use crate::relay::RelayReport;
 use crate::sweeper::SweepReport;
-use crate::worker::{BatchOutcome, Handled, RecordError};
+use crate::worker::{BatchOutcome, RecordError, RecordOutcome};
 
 /// The namespace harel's metrics are published under unless `POWERTOOLS_METRICS_NAMESPACE`
 /// says otherwise.
@@ -416,15 +416,17 @@ pub fn worker_metrics(
             metrics.version_scope(m, v);
         }
         match result {
-            Ok(Handled::DeadLettered { .. }) => {
+            Ok(RecordOutcome::DeadLettered { .. }) => {
                 metrics.count_pinned(machine, version, DLQ_MOVES, 1)
             }
-            Ok(Handled::Skipped { .. } | Handled::AlreadyExists { .. }) => {
+            Ok(RecordOutcome::Skipped { .. } | RecordOutcome::AlreadyExists { .. }) => {
                 metrics.count(machine, EVENTS_SKIPPED, 1)
             }
-            Ok(Handled::Processed { .. } | Handled::Broadcast { .. } | Handled::Created { .. }) => {
-                metrics.count_pinned(machine, version, EVENTS_PROCESSED, 1)
-            }
+            Ok(
+                RecordOutcome::Processed { .. }
+                | RecordOutcome::Broadcast { .. }
+                | RecordOutcome::Created { .. },
+            ) => metrics.count_pinned(machine, version, EVENTS_PROCESSED, 1),
             Err(e) => {
                 metrics.count_pinned(machine, version, RECORDS_FAILED, 1);
                 if matches!(e, RecordError::Conflict(_)) {
@@ -503,7 +505,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::worker::Observed;
+    use crate::worker::Observation;
 
     fn directive(doc: &Value) -> &Value {
         &doc["_aws"]["CloudWatchMetrics"][0]
@@ -676,7 +678,7 @@ mod tests {
         ];
         let mut outcome = BatchOutcome::default();
         for id in ["m1", "m2", "m3"] {
-            let handled = Handled::Created {
+            let handled = RecordOutcome::Created {
                 execution_id: id.into(),
             };
             outcome.records.push((id.into(), Ok(handled)));
@@ -686,11 +688,11 @@ mod tests {
         assert_eq!(m.total.timings[&MESSAGE_AGE], vec![250.0]);
     }
 
-    fn observed(machine: &str, version: Option<&str>) -> Observed {
-        Observed {
+    fn observed(machine: &str, version: Option<&str>) -> Observation {
+        Observation {
             machine: Some(machine.into()),
             version: version.map(Into::into),
-            ..Observed::default()
+            ..Observation::default()
         }
     }
 
@@ -699,7 +701,7 @@ mod tests {
         let (old, new) = ("0123456789abcdef", "fedcba9876543210");
         let mut outcome = BatchOutcome::default();
         let processed = |id: &str| {
-            Ok(Handled::Processed {
+            Ok(RecordOutcome::Processed {
                 execution_id: id.into(),
             })
         };
@@ -708,7 +710,7 @@ mod tests {
             (processed("e2"), observed("Order", Some(new))),
             (
                 processed("e3"),
-                Observed {
+                Observation {
                     failed_execution: true,
                     commits: 1,
                     ..observed("Order", Some(new))
@@ -772,7 +774,7 @@ mod tests {
     fn unpinned_executions_have_no_version_document() {
         let mut outcome = BatchOutcome::default();
         for (i, machine) in ["Order", "Flow"].into_iter().enumerate() {
-            let handled = Handled::Processed {
+            let handled = RecordOutcome::Processed {
                 execution_id: format!("e{i}"),
             };
             outcome.records.push((format!("m{i}"), Ok(handled)));

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use common::*;
 use harel_fuzzing::check;
 use harel_fuzzing::strategies::{mutated, token_soup, Bytes};
-use harel_lambda::{Handled, Record};
+use harel_lambda::{Record, RecordOutcome};
 use harel_model::{Event, Object};
 use harel_queue::create_body;
 use serde_json::json;
@@ -84,7 +84,10 @@ fn harness_with_a_live_execution() -> Arc<Harness> {
                 create_body("Flow", Object::new(), None),
             );
             let handled = block_on(h.worker.handle(&record)).expect("f-1 created");
-            assert!(matches!(handled, Handled::Created { .. }), "{handled:?}");
+            assert!(
+                matches!(handled, RecordOutcome::Created { .. }),
+                "{handled:?}"
+            );
             h
         })
         .clone()

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use harel_lambda::worker::DeadLetterReason;
-use harel_lambda::{relay, sweep_once, Handled, RecordError, SweepPlan};
+use harel_lambda::{relay, sweep_once, RecordError, RecordOutcome, SweepPlan};
 use harel_model::{Event, Object, Status};
 use harel_queue::create_body;
 use harel_queue::{Transport, REASON_ATTRIBUTE};
@@ -113,7 +113,7 @@ async fn duplicate_deliveries_change_nothing() {
     // the same SQS message again (a visibility timeout ran out): the idempotency layer replays
     let again = h.worker.handle_batch(records, None).await;
     assert!(
-        matches!(again.records[0].1, Ok(Handled::Processed { .. })),
+        matches!(again.records[0].1, Ok(RecordOutcome::Processed { .. })),
         "{:?}",
         again.records
     );
@@ -123,7 +123,7 @@ async fn duplicate_deliveries_change_nothing() {
     assert!(
         matches!(
             &outcome[0].records[0].1,
-            Ok(Handled::Skipped {
+            Ok(RecordOutcome::Skipped {
                 reason: Skip::AlreadyProcessed | Skip::ProcessedByAnotherWriter,
                 ..
             })
@@ -138,7 +138,7 @@ async fn duplicate_deliveries_change_nothing() {
         .await;
     let outcome = h.pump(2).await;
     assert!(
-        matches!(&outcome[0].records[0].1, Ok(Handled::AlreadyExists { execution_id }) if execution_id == "d-1")
+        matches!(&outcome[0].records[0].1, Ok(RecordOutcome::AlreadyExists { execution_id }) if execution_id == "d-1")
     );
 }
 
@@ -355,7 +355,7 @@ async fn fifo_order_under_partial_failure() {
         .await;
     let results: Vec<_> = outcome.records.iter().map(|(_, r)| r).collect();
     assert!(
-        matches!(results[0], Ok(Handled::Created { .. })),
+        matches!(results[0], Ok(RecordOutcome::Created { .. })),
         "{:?}",
         results[0]
     );
@@ -370,7 +370,7 @@ async fn fifo_order_under_partial_failure() {
         results[2]
     );
     assert!(
-        matches!(results[3], Ok(Handled::Processed { .. })),
+        matches!(results[3], Ok(RecordOutcome::Processed { .. })),
         "{:?}",
         results[3]
     );
@@ -435,7 +435,7 @@ async fn malformed_messages_go_to_the_dead_letter_queue_with_the_reason() {
     let record = harel_lambda::Record::new("x", "r", None, "{}");
     let out = h.worker.handle_batch(vec![record], None).await;
     assert!(
-        matches!(&out.records[0].1, Ok(Handled::DeadLettered { reason: DeadLetterReason::Malformed(why) }) if why.contains("MessageGroupId"))
+        matches!(&out.records[0].1, Ok(RecordOutcome::DeadLettered { reason: DeadLetterReason::Malformed(why) }) if why.contains("MessageGroupId"))
     );
 }
 

@@ -96,7 +96,7 @@ type Failure = (String, String);
 
 /// The effects a step commits and the actions it ran.
 #[derive(Default)]
-struct Driven {
+struct StepPlan {
     fx: StepEffects,
     actions: Vec<String>,
     published: Vec<DomainEvent>,
@@ -104,7 +104,7 @@ struct Driven {
 
 /// What one committed step enqueued, for its host to deliver.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Stepped {
+pub struct CommitReceipt {
     /// The outbox entries the commit wrote, with their seqs.
     pub outbox: Vec<OutboxEntry>,
     /// The children the commit asked for (their spawn seqs are found in `pending_spawns`).
@@ -114,7 +114,7 @@ pub struct Stepped {
     pub armed: Vec<f64>,
 }
 
-impl Stepped {
+impl CommitReceipt {
     /// Nothing to deliver (armed timers are the store's, not the host's).
     pub fn is_empty(&self) -> bool {
         self.outbox.is_empty() && self.spawns.is_empty()
@@ -428,7 +428,7 @@ impl Driver {
         exe: &mut Execution,
         event: Option<&Event>,
         keys: &mut ActionKeys,
-    ) -> Result<Driven, RuntimeError> {
+    ) -> Result<StepPlan, RuntimeError> {
         let mut original: Option<Failure> = None;
         let mut recovery: Option<Event> = None;
         loop {
@@ -449,7 +449,7 @@ impl Driver {
             let actions = host.actions;
             let (failure, on_exit) = match result {
                 Ok(fx) => {
-                    return Ok(Driven {
+                    return Ok(StepPlan {
                         fx,
                         actions,
                         published: host.published,
@@ -468,13 +468,13 @@ impl Driver {
             if let Some(cause) = &original {
                 // already recovering: no second attempt
                 self.on_action_error(exe, error_message(&failure, Some(cause)))?;
-                return Ok(Driven::default());
+                return Ok(StepPlan::default());
             }
             if on_exit {
                 // an on_exit must always succeed: leaving applied un-undoable effects, and
                 // routing away would re-run this very hook; straight to the policy
                 self.on_action_error(exe, error_message(&failure, None))?;
-                return Ok(Driven::default());
+                return Ok(StepPlan::default());
             }
             let ev = error_event(&failure.0, &failure.1);
             if has_error_handler(defn, exe, &ev)? {
@@ -485,7 +485,7 @@ impl Driver {
                 continue;
             }
             self.on_action_error(exe, error_message(&failure, None))?;
-            return Ok(Driven::default());
+            return Ok(StepPlan::default());
         }
     }
 
@@ -500,14 +500,14 @@ impl Driver {
         store: &S,
         exe: &mut Execution,
         event: Option<&Event>,
-    ) -> Result<Stepped, RuntimeError> {
+    ) -> Result<CommitReceipt, RuntimeError> {
         let keep = self.pin_new(exe);
         let defn = self.resolve(store, exe).await?;
         let defn = defn.as_ref();
         let event_id = event.map(|ev| ev.id.clone());
         let from_path = exe.active_path.clone();
         let mut keys = ActionKeys::new(&exe.id, event_id.as_deref().unwrap_or("start"));
-        let Driven {
+        let StepPlan {
             fx,
             actions,
             published,
@@ -572,7 +572,7 @@ impl Driver {
                 event,
             })
             .collect();
-        Ok(Stepped {
+        Ok(CommitReceipt {
             outbox,
             spawns,
             armed,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use harel_dynamodb::DynamoDbStore;
 use harel_idempotency::Client as IdempotencyClient;
-use harel_lambda::{Handled, Worker};
+use harel_lambda::{RecordOutcome, Worker};
 use harel_model::{Event, Execution};
 use harel_runtime::Driver;
 use harel_sqs::{create_body, SqsTransport, Transport};
@@ -76,19 +76,19 @@ where
     }
 
     /// Batches until the queue is empty; every record must succeed.
-    pub async fn pump(&self) -> Vec<Handled> {
+    pub async fn pump(&self) -> Vec<RecordOutcome> {
         pump(&self.source, &self.worker).await
     }
 
     /// Send the create message of `machine` as `id` (empty context), then pump.
-    pub async fn create(&self, machine: &str, id: &str) -> Vec<Handled> {
+    pub async fn create(&self, machine: &str, id: &str) -> Vec<RecordOutcome> {
         self.send(id, create_body(machine, Default::default(), Some(id)))
             .await;
         self.pump().await
     }
 
     /// Send the event `kind` (no data) to `id`, then pump.
-    pub async fn event(&self, id: &str, kind: &str) -> Vec<Handled> {
+    pub async fn event(&self, id: &str, kind: &str) -> Vec<RecordOutcome> {
         self.send(id, Event::new(kind).to_json()).await;
         self.pump().await
     }

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harel_idempotency::Client as IdempotencyClient;
-use harel_lambda::{Handled, Record, RecordError, Worker};
+use harel_lambda::{Record, RecordError, RecordOutcome, Worker};
 use harel_sqs::{MemoryTransport, Received, SqsTransport, Transport};
 use harel_store::ExecutionStore;
 
 /// What became of one record: its message id and the worker's answer.
-pub type Outcome = (String, Result<Handled, RecordError>);
+pub type Outcome = (String, Result<RecordOutcome, RecordError>);
 
 /// How many batches a pump hands over before it calls the queue undrainable.
 const MAX_BATCHES: usize = 50;
@@ -60,7 +60,10 @@ where
 
 /// Batches until the queue is empty; every record must succeed. What became of each, in
 /// order.
-pub async fn pump<S, T, C>(source: &SqsTransport, worker: &Arc<Worker<S, T, C>>) -> Vec<Handled>
+pub async fn pump<S, T, C>(
+    source: &SqsTransport,
+    worker: &Arc<Worker<S, T, C>>,
+) -> Vec<RecordOutcome>
 where
     S: ExecutionStore + 'static,
     T: Transport + 'static,
@@ -82,7 +85,7 @@ where
 pub async fn memory_pump<S, T, C>(
     transport: &MemoryTransport,
     worker: &Arc<Worker<S, T, C>>,
-) -> Vec<Handled>
+) -> Vec<RecordOutcome>
 where
     S: ExecutionStore + 'static,
     T: Transport + 'static,
@@ -100,7 +103,7 @@ where
     panic!("the queue never drained");
 }
 
-fn succeeded(batch: Vec<Outcome>) -> Vec<Handled> {
+fn succeeded(batch: Vec<Outcome>) -> Vec<RecordOutcome> {
     if batch.iter().any(|(_, r)| r.is_err()) {
         panic!("a record failed: {batch:?}");
     }

@@ -58,7 +58,7 @@ pub struct Stats {
     pub relay_invocations: AtomicUsize,
     pub sweeper_invocations: AtomicUsize,
     pub records: AtomicUsize,
-    /// Steps whose commit the conditional dedupe mark refused (`Observed::duplicate`).
+    /// Steps whose commit the conditional dedupe mark refused (`Observation::duplicate`).
     pub duplicates_absorbed: AtomicUsize,
 }
 

@@ -3,7 +3,7 @@
 
 use harel_idempotency::{Client as IdempotencyClient, RunError};
 use harel_queue::Transport;
-use harel_runtime::worker::{Handled, Observer, Record, RecordError};
+use harel_runtime::worker::{Observer, Record, RecordError, RecordOutcome};
 use harel_store::ExecutionStore;
 
 use super::Worker;
@@ -19,7 +19,7 @@ where
         record: &Record,
         deadline_ms: Option<i64>,
         observer: &Observer,
-    ) -> Result<Handled, RecordError> {
+    ) -> Result<RecordOutcome, RecordError> {
         let Some(idempotency) = &self.idempotency else {
             return self.logic.handle(record, observer).await;
         };
@@ -36,7 +36,7 @@ where
     }
 
     /// One record, without the idempotency layer.
-    pub async fn handle(&self, record: &Record) -> Result<Handled, RecordError> {
+    pub async fn handle(&self, record: &Record) -> Result<RecordOutcome, RecordError> {
         self.logic.handle(record, &Observer::default()).await
     }
 }

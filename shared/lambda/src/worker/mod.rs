@@ -21,7 +21,7 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 pub use harel_runtime::worker::{
-    DeadLetterReason, Handled, Observed, Record, RecordError, WorkerLogic,
+    DeadLetterReason, Observation, Record, RecordError, RecordOutcome, WorkerLogic,
 };
 pub use outcome::BatchOutcome;
 pub use record::sqs_record;
@@ -82,7 +82,7 @@ where
     /// timers armed: the woken sweeper sweeps the whole window ahead, looking again at least
     /// every `HAREL_SWEEP_INTERVAL_SECONDS`, so it sees timers armed after it started. A
     /// failed wake is logged, not fatal: the next tick fires the timer, late.
-    async fn wake_for(&self, observed: &[Observed]) {
+    async fn wake_for(&self, observed: &[Observation]) {
         let Some(waker) = &self.waker else { return };
         let now = self.driver.now();
         let horizon = now + self.config.sweep_window.as_secs_f64();
@@ -202,13 +202,13 @@ where
                 Err(e) => tracing::error!(error = %e, "a worker task panicked"),
             }
         }
-        let mut by_index: HashMap<usize, (Result<Handled, RecordError>, Observed)> =
+        let mut by_index: HashMap<usize, (Result<RecordOutcome, RecordError>, Observation)> =
             all.into_iter().map(|(i, _, r, o)| (i, (r, o))).collect();
         let mut outcome = BatchOutcome::default();
         for (i, id) in ids.into_iter().enumerate() {
             let (result, observed) = by_index
                 .remove(&i)
-                .unwrap_or_else(|| (Err(RecordError::Panicked), Observed::default()));
+                .unwrap_or_else(|| (Err(RecordError::Panicked), Observation::default()));
             outcome.records.push((id, result));
             outcome.observed.push(observed);
         }

@@ -1,15 +1,15 @@
 //! The batch's result as Lambda reports it: a partial batch response.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse};
-use harel_runtime::worker::{Handled, Observed, RecordError};
+use harel_runtime::worker::{Observation, RecordError, RecordOutcome};
 
 /// The result of one batch.
 #[derive(Debug, Default)]
 pub struct BatchOutcome {
     /// Every record, in batch order, with what became of it.
-    pub records: Vec<(String, Result<Handled, RecordError>)>,
+    pub records: Vec<(String, Result<RecordOutcome, RecordError>)>,
     /// What was seen handling each record, in the same order.
-    pub observed: Vec<Observed>,
+    pub observed: Vec<Observation>,
 }
 
 impl BatchOutcome {

@@ -21,7 +21,7 @@ use harel_model::{Definition, Event, Execution, SmolStr, TimerOp};
 use harel_store::{ExecutionStore, SpawnEntry, StoreError, StoreResult};
 use serde_json::Value;
 
-use crate::driver::{Driver, Stepped};
+use crate::driver::{CommitReceipt, Driver};
 use crate::RuntimeError;
 
 pub mod events;
@@ -147,7 +147,7 @@ pub async fn create_child<S: ExecutionStore>(
     driver: &Driver,
     store: &S,
     entry: &SpawnEntry,
-) -> Result<Option<Stepped>, RuntimeError> {
+) -> Result<Option<CommitReceipt>, RuntimeError> {
     if store.load(&entry.child_id).await?.is_some() {
         return Ok(None);
     }

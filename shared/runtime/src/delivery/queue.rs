@@ -17,7 +17,7 @@ use harel_queue::{DedupeKey, Outgoing, Transport, TransportError};
 use harel_store::{Commit, ExecutionStore, OutboxEntry, SpawnEntry, StoreError};
 
 use super::{create_child, restart_ttl, Delivered};
-use crate::driver::{Driver, Stepped};
+use crate::driver::{CommitReceipt, Driver};
 use crate::RuntimeError;
 
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +55,7 @@ async fn create_queued_child<S: ExecutionStore>(
     driver: &Driver,
     store: &S,
     entry: &SpawnEntry,
-) -> Result<Option<Stepped>, DeliverError> {
+) -> Result<Option<CommitReceipt>, DeliverError> {
     match create_child(driver, store, entry).await {
         Ok(created) => Ok(created),
         Err(RuntimeError::Store(e)) => Err(DeliverError::Store(e)),
@@ -118,7 +118,7 @@ pub async fn deliver_stepped<S: ExecutionStore, T: Transport>(
     transport: &T,
     driver: &Driver,
     owner_id: &str,
-    stepped: Stepped,
+    stepped: CommitReceipt,
 ) -> Result<Delivered, DeliverError> {
     let mut report = Delivered::default();
     // a spawn that cannot be created stays pending for the relay and the operator; the rest

@@ -1,10 +1,10 @@
 //! harel's `WorkerLogic.handle_flow`, for any queue host: parse a message, route it by the
 //! execution's status, run the step (or broadcast to the regions), commit, deliver what the
-//! commit enqueued, and say what became of it as a [`Handled`]. The rules of the step and
+//! commit enqueued, and say what became of it as a [`RecordOutcome`]. The rules of the step and
 //! its delivery are the runtime's (`crate::delivery`); what this adds is the queue's side:
 //! dead-lettering what can never succeed, parking a SUSPENDED execution's messages. A host
 //! (the Lambda worker, a test's pump) receives, wraps each call in its idempotency layer,
-//! orders groups and reports; it turns the [`Observed`] facts into its metrics.
+//! orders groups and reports; it turns the [`Observation`] facts into its metrics.
 
 mod outcome;
 mod record;
@@ -21,9 +21,9 @@ use serde_json::Value;
 use crate::admission::{create_context, gate, Gate, Skip};
 use crate::delivery::queue::{broadcast, deliver_stepped};
 use crate::delivery::{route, Route};
-use crate::{DeliverError, Driver, RuntimeError, Stepped};
+use crate::{CommitReceipt, DeliverError, Driver, RuntimeError};
 
-pub use outcome::{DeadLetterReason, Handled, Observed, Observer, RecordError};
+pub use outcome::{DeadLetterReason, Observation, Observer, RecordError, RecordOutcome};
 pub use record::Record;
 
 /// How long a SUSPENDED execution's message is hidden when parked: `first` on its first
@@ -73,7 +73,7 @@ where
         &self,
         record: &Record,
         observer: &Observer,
-    ) -> Result<Handled, RecordError> {
+    ) -> Result<RecordOutcome, RecordError> {
         let (group, inbound) = match parse(record.group_id.as_deref(), &record.body) {
             Ok(parsed) => parsed,
             Err(malformed) => {
@@ -92,7 +92,7 @@ where
         &self,
         record: &Record,
         reason: DeadLetterReason,
-    ) -> Result<Handled, RecordError> {
+    ) -> Result<RecordOutcome, RecordError> {
         let text = reason.to_string();
         // the reason may quote the message's data: only at debug (it travels with the
         // message, in its harel-dead-letter-reason attribute)
@@ -106,7 +106,7 @@ where
                 &text,
             )
             .await?;
-        Ok(Handled::DeadLettered { reason })
+        Ok(RecordOutcome::DeadLettered { reason })
     }
 
     /// harel's `create(definition_id, context, execution_id)`, started at once: this record
@@ -116,7 +116,7 @@ where
         record: &Record,
         request: CreateRequest,
         observer: &Observer,
-    ) -> Result<Handled, RecordError> {
+    ) -> Result<RecordOutcome, RecordError> {
         let execution_id = request.execution_id.clone();
         observe_event(observer, &request.definition_id, harel_queue::CREATE_KIND);
         let Some(defn) = self.driver.definition(&request.definition_id).cloned() else {
@@ -129,7 +129,7 @@ where
         };
         if self.store.load(&execution_id).await?.is_some() {
             tracing::info!(%execution_id, "create for an execution that exists: nothing done");
-            return Ok(Handled::AlreadyExists { execution_id });
+            return Ok(RecordOutcome::AlreadyExists { execution_id });
         }
         let context = match create_context(&defn, &request.context) {
             Ok(context) => context,
@@ -151,7 +151,7 @@ where
             Ok(s) => s,
             // created meanwhile by another delivery of the same create
             Err(RuntimeError::Store(StoreError::AlreadyExists(_))) => {
-                return Ok(Handled::AlreadyExists { execution_id });
+                return Ok(RecordOutcome::AlreadyExists { execution_id });
             }
             // past DynamoDB's limits now, past them on every retry: nothing was written
             Err(RuntimeError::Store(StoreError::TooLarge(why))) => {
@@ -172,7 +172,7 @@ where
         observe_version(observer, exe.pinned_version());
         self.stepped(observer, None, &exe, &stepped, None);
         self.deliver(&exe, stepped, observer).await;
-        Ok(Handled::Created { execution_id })
+        Ok(RecordOutcome::Created { execution_id })
     }
 
     async fn route(
@@ -181,11 +181,11 @@ where
         record: &Record,
         event: Event,
         observer: &Observer,
-    ) -> Result<Handled, RecordError> {
+    ) -> Result<RecordOutcome, RecordError> {
         tracing::Span::current().record("event_kind", event.kind.as_str());
         let (exe, processed) = self.store.load_for_event(group, &event.id).await?;
         let skip = |reason: Skip| {
-            Ok(Handled::Skipped {
+            Ok(RecordOutcome::Skipped {
                 execution_id: group.to_string(),
                 reason,
             })
@@ -260,7 +260,7 @@ where
                 o.commits += 1;
                 o.armed.extend(armed);
             });
-            return Ok(Handled::Broadcast {
+            return Ok(RecordOutcome::Broadcast {
                 execution_id: exe.id.to_string(),
                 regions: regions.len(),
             });
@@ -289,7 +289,7 @@ where
         };
         self.stepped(observer, Some(before), &exe, &stepped, Some(&event));
         self.deliver(&exe, stepped, observer).await;
-        Ok(Handled::Processed {
+        Ok(RecordOutcome::Processed {
             execution_id: execution_id.to_string(),
         })
     }
@@ -300,7 +300,7 @@ where
         observer: &Observer,
         before: Option<(Status, Option<harel_model::SmolStr>)>,
         exe: &Execution,
-        stepped: &Stepped,
+        stepped: &CommitReceipt,
         event: Option<&Event>,
     ) {
         let (from_status, from) = before.unzip();
@@ -335,7 +335,7 @@ where
 
     /// Deliver what a commit enqueued. The commit is done: a failure here leaves the entries
     /// pending for the relay and does not fail the record.
-    async fn deliver(&self, exe: &Execution, stepped: Stepped, observer: &Observer) {
+    async fn deliver(&self, exe: &Execution, stepped: CommitReceipt, observer: &Observer) {
         if stepped.is_empty() {
             return;
         }

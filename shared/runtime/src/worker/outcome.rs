@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// answers the same).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum Handled {
+pub enum RecordOutcome {
     /// The engine ran and the step was committed.
     Processed {
         execution_id: String,
@@ -108,17 +108,17 @@ impl std::fmt::Display for DeadLetterReason {
     }
 }
 
-impl Handled {
+impl RecordOutcome {
     /// The outcome's name, as logged (the reason of a skip or a dead letter is not: it may
     /// quote the message's data).
     pub fn name(&self) -> &'static str {
         match self {
-            Handled::Processed { .. } => "processed",
-            Handled::Broadcast { .. } => "broadcast",
-            Handled::Created { .. } => "created",
-            Handled::AlreadyExists { .. } => "already_exists",
-            Handled::Skipped { .. } => "skipped",
-            Handled::DeadLettered { .. } => "dead_lettered",
+            RecordOutcome::Processed { .. } => "processed",
+            RecordOutcome::Broadcast { .. } => "broadcast",
+            RecordOutcome::Created { .. } => "created",
+            RecordOutcome::AlreadyExists { .. } => "already_exists",
+            RecordOutcome::Skipped { .. } => "skipped",
+            RecordOutcome::DeadLettered { .. } => "dead_lettered",
         }
     }
 }
@@ -127,7 +127,7 @@ impl Handled {
 /// transactions it committed, whether the step left the execution FAILED, and timings. A
 /// record the idempotency layer answered from its store did nothing and saw nothing.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Observed {
+pub struct Observation {
     pub machine: Option<String>,
     /// The machine version the execution is pinned to (None: unpinned, or not known: a
     /// create whose step did not commit).
@@ -150,14 +150,14 @@ pub struct Observed {
 /// future, so the observation cannot be its return value). The host turns it into metrics:
 /// the worker logic records facts, and knows nothing of how they are reported.
 #[derive(Default)]
-pub struct Observer(Mutex<Observed>);
+pub struct Observer(Mutex<Observation>);
 
 impl Observer {
-    pub fn with(&self, f: impl FnOnce(&mut Observed)) {
+    pub fn with(&self, f: impl FnOnce(&mut Observation)) {
         f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()));
     }
 
-    pub fn take(&self) -> Observed {
+    pub fn take(&self) -> Observation {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn a_stored_dead_letter_outcome_reads_back_with_its_text() {
-        let handled = Handled::DeadLettered {
+        let handled = RecordOutcome::DeadLettered {
             reason: DeadLetterReason::UnknownMachine("Nope".into()),
         };
         let stored = serde_json::to_value(&handled).expect("serialize");
@@ -311,10 +311,10 @@ mod tests {
                 "reason": "unknown machine \"Nope\": it is not compiled into this worker",
             })
         );
-        let back: Handled = serde_json::from_value(stored).expect("deserialize");
+        let back: RecordOutcome = serde_json::from_value(stored).expect("deserialize");
         assert_eq!(
             back,
-            Handled::DeadLettered {
+            RecordOutcome::DeadLettered {
                 reason: DeadLetterReason::Recorded(
                     "unknown machine \"Nope\": it is not compiled into this worker".into()
                 ),
