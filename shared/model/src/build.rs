@@ -68,7 +68,9 @@ use crate::schema::{EventType, FieldSpec};
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct BuildError {
+    /// What is wrong, in harel's words (the message harel's builder raises).
     pub message: String,
+    /// (line, column) in the `.stm` source of the state or transition at fault, when known.
     pub pos: Option<(usize, usize)>,
 }
 

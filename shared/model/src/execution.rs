@@ -53,10 +53,15 @@ fn new_id() -> SmolStr {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Status {
+    /// Created but not started: its `Start` event has not been processed yet.
     #[default]
     Pending,
+    /// Started and not finished: it has an active state and takes events.
     Running,
+    /// Finished normally: a terminal state was reached (`outcome` says which verdict).
     Done,
+    /// Stopped by a `Cancel` (forcefully, or at the end of the machine's cleanup transition),
+    /// or by its `ttl` running out unhandled (outcome `expired`).
     Cancelled,
     /// Paused by the control plane: state and queue kept; `resume` makes it RUNNING again.
     Suspended,
@@ -68,6 +73,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in harel's declaration order (what `FromStr` accepts and error messages list).
     pub const ALL: [Status; 7] = [
         Status::Pending,
         Status::Running,
@@ -78,6 +84,7 @@ impl Status {
         Status::Failed,
     ];
 
+    /// harel's enum value (`RUNNING`, ...), as the document and the store's status column write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "PENDING",
@@ -117,16 +124,21 @@ impl std::str::FromStr for Status {
 /// A stimulus processed by a machine. `id` is the dedupe key under at-least-once delivery.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
+    /// The dedupe key under at-least-once delivery (a fresh `uuid4().hex` when absent).
     #[serde(default = "new_id")]
     pub id: SmolStr,
+    /// What the event is (`Start`, `Cancel`, a domain kind, ...): transitions match on it.
     pub kind: SmolStr,
     /// harel types these as datetimes; kept as the ISO text it wrote so nothing is reformatted.
     #[serde(default)]
     pub created_time: Option<String>,
+    /// When a worker received it, as the ISO text harel wrote (None: not recorded).
     #[serde(default)]
     pub received_time: Option<String>,
+    /// The payload: guards read it as `event.<field>`, and actions get it.
     #[serde(default)]
     pub data: Object,
+    /// Fields harel does not know, kept and written back after the known ones.
     #[serde(flatten)]
     pub extra: Object,
 }
@@ -144,16 +156,19 @@ impl Event {
         }
     }
 
+    /// This event carrying `data` in place of what it had.
     pub fn with_data(mut self, data: Object) -> Self {
         self.data = data;
         self
     }
 
+    /// This event under `id` (a deterministic id, so a redelivery dedupes).
     pub fn with_id(mut self, id: impl Into<SmolStr>) -> Self {
         self.id = id.into();
         self
     }
 
+    /// The harel JSON document of this event.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("an Event always serializes")
     }
@@ -162,7 +177,9 @@ impl Event {
 /// A region (or submachine child) spawned by a parent: the parent's join counter entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChildState {
+    /// The node path the child runs from (its `root_path`).
     pub root_path: SmolStr,
+    /// Whether the child's `Finished` has reached the parent.
     #[serde(default)]
     pub finished: bool,
     /// The region's terminal outcome, carried on its `Finished`.
@@ -177,6 +194,7 @@ pub struct ChildState {
     /// Stable key in `region_results`, independent of the seq'd child id.
     #[serde(default)]
     pub key: SmolStr,
+    /// Fields harel does not know, kept and written back after the known ones.
     #[serde(flatten)]
     pub extra: Object,
 }
@@ -184,8 +202,10 @@ pub struct ChildState {
 /// The serializable running instance of a Definition.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Execution {
+    /// The execution's id: the store's key and the queue's group (a fresh `uuid4().hex` when absent).
     #[serde(default = "new_id")]
     pub id: SmolStr,
+    /// The Definition this runs (the machine's name, or an inline submachine's synthetic id).
     pub definition_id: SmolStr,
     /// Set on a submachine child: its fully qualified name, so any worker can resolve it.
     #[serde(default)]
@@ -193,43 +213,58 @@ pub struct Execution {
     /// The node this execution runs ("" for a machine; the region node for a region).
     #[serde(default)]
     pub root_path: SmolStr,
+    /// Where the execution is in its lifecycle.
     #[serde(default)]
     pub status: Status,
+    /// The verdict of the terminal state it finished in (that node's `outcome`), if any.
     #[serde(default)]
     pub outcome: Option<SmolStr>,
     /// With FAILED: the unhandled action error as `Type: message`.
     #[serde(default)]
     pub error: Option<String>,
+    /// The full path of the active leaf (None before it starts).
     #[serde(default)]
     pub active_path: Option<SmolStr>,
     /// composite path -> last active child path.
     #[serde(default)]
     pub history: KeyMap<SmolStr>,
+    /// The execution's variables: `context.<field>` in guards and `set`, passed to actions.
     #[serde(default)]
     pub context: Object,
+    /// How many events the machine has taken (the lifecycle events among them).
     #[serde(default)]
     pub processed_events: u64,
     /// Optimistic-concurrency token: a commit writes version+1 iff the stored row is still here.
     #[serde(default)]
     pub version: u64,
+    /// harel's priority, 0 (default) to 4 (reading a document with another value fails); a
+    /// spawned child inherits its parent's.
     #[serde(default, deserialize_with = "priority")]
     pub priority: u8,
+    /// The execution that spawned this one (a region or submachine child); None for a root.
     #[serde(default)]
     pub parent_id: Option<SmolStr>,
+    /// This child's id as its parent knows it (the key of the parent's `children`), carried on
+    /// its `Finished`.
     #[serde(default)]
     pub child_id: Option<SmolStr>,
     /// Events held by a `defer`, re-delivered on entering a state that handles them.
     #[serde(default)]
     pub deferred: Vec<Event>,
+    /// The children spawned by the states it is in (regions, submachine children, fan-out
+    /// instances), by child id: the join counter their `Finished` events tick.
     #[serde(default)]
     pub children: KeyMap<ChildState>,
     /// spawn-site path -> times entered: the per-entry seq in deterministic child ids.
     #[serde(default)]
     pub invoke_seq: KeyMap<u64>,
+    /// When the execution was first committed, in Unix seconds (set by [`Execution::stamp`]).
     #[serde(default)]
     pub created_at: Option<f64>,
+    /// When it was last committed, in Unix seconds.
     #[serde(default)]
     pub updated_at: Option<f64>,
+    /// When it reached DONE or CANCELLED, in Unix seconds (None while not finished).
     #[serde(default)]
     pub finished_at: Option<f64>,
     /// The deadline of the machine's `ttl` as last armed.
@@ -242,6 +277,7 @@ pub struct Execution {
     /// the document when None, so an unpinned execution's JSON stays harel's byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition_version: Option<SmolStr>,
+    /// Fields harel does not know, kept and written back after the known ones.
     #[serde(flatten)]
     pub extra: Object,
     /// Where the engine last found `active_path` and `root_path` (not part of the document).
@@ -277,7 +313,9 @@ impl PartialEq for StoredStatus {
 /// Atomics (relaxed: plain loads and stores) so an `&Execution` can still cross threads.
 #[derive(Debug)]
 pub struct NodeHints {
+    /// The arena index of `active_path` when last resolved (`u32::MAX`: none yet).
     pub active: AtomicU32,
+    /// The arena index of `root_path` when last resolved (`u32::MAX`: none yet).
     pub root: AtomicU32,
 }
 
@@ -354,6 +392,7 @@ impl Execution {
         }
     }
 
+    /// This execution under `id` in place of the one it had.
     pub fn with_id(mut self, id: impl Into<SmolStr>) -> Self {
         self.id = id.into();
         self
@@ -366,6 +405,8 @@ impl Execution {
         self.definition_version.as_deref()
     }
 
+    /// Pin this execution to the machine version `version` (a content hash of its definition),
+    /// which every later step then runs on.
     pub fn pin_version(&mut self, version: &str) {
         self.definition_version = Some(version.into());
     }
@@ -387,6 +428,7 @@ impl Execution {
         }
     }
 
+    /// The harel JSON document of this execution, as stored (field order and floats kept).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("an Execution always serializes")
     }
@@ -409,22 +451,31 @@ impl Execution {
 /// A lightweight projection of an Execution for list views (harel's `ExecutionSummary`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExecutionSummary {
+    /// As [`Execution::id`].
     pub id: String,
+    /// As [`Execution::definition_id`].
     pub definition_id: String,
+    /// As [`Execution::status`].
     pub status: Status,
+    /// As [`Execution::outcome`].
     #[serde(default)]
     pub outcome: Option<String>,
+    /// As [`Execution::active_path`].
     #[serde(default)]
     pub active_path: Option<String>,
+    /// As [`Execution::version`]: the stored row's.
     #[serde(default)]
     pub version: u64,
+    /// As [`Execution::parent_id`].
     #[serde(default)]
     pub parent_id: Option<String>,
+    /// As [`Execution::finished_at`].
     #[serde(default)]
     pub finished_at: Option<f64>,
 }
 
 impl ExecutionSummary {
+    /// The summary of `exe` (the fields are copied; `exe` is left as is).
     pub fn of(exe: &Execution) -> Self {
         ExecutionSummary {
             id: exe.id.to_string(),
@@ -442,7 +493,9 @@ impl ExecutionSummary {
 /// One page of a listing: up to `limit` summaries and an opaque cursor for the next page.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecutionPage {
+    /// The summaries of this page, in the store's listing order.
     pub items: Vec<ExecutionSummary>,
+    /// The cursor to pass back for the next page; None on the last page.
     pub next_cursor: Option<String>,
 }
 

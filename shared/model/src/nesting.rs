@@ -17,7 +17,9 @@ pub const MAX_DEPTH: usize = 128;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("nested more than {MAX_DEPTH} levels deep at line {line}, column {column}")]
 pub struct TooDeep {
+    /// The 1-based line of the opener that went too deep.
     pub line: usize,
+    /// The 1-based column of that opener, in characters.
     pub column: usize,
 }
 

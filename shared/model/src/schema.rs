@@ -14,6 +14,8 @@ pub const RESERVED_EVENTS: [&str; 9] = [
     "Timeout", "Finished", "Cancel", "Reset", "SetState", "Start", "Returned", "error", "Expired",
 ];
 
+/// Whether `kind` is one of the engine's own events ([`RESERVED_EVENTS`]): a transition or a
+/// sender may name it undeclared, and its data is checked against no declaration.
 pub fn is_reserved_event(kind: &str) -> bool {
     RESERVED_EVENTS.contains(&kind)
 }
@@ -22,8 +24,12 @@ pub fn is_reserved_event(kind: &str) -> bool {
 /// the `default` an execution starts with (None: no default; the language has no null).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FieldSpec {
+    /// One of [`FIELD_TYPES`] (`any` unless declared).
     pub type_: String,
+    /// Whether the field must be present (true unless declared otherwise); a field that is not
+    /// may also be null.
     pub required: bool,
+    /// The value a context starts with when it lacks the field ([`with_defaults`]).
     pub default: Option<Value>,
 }
 
@@ -40,7 +46,9 @@ impl Default for FieldSpec {
 /// A declared event: its name and the schema of its data.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct EventType {
+    /// The event kind, as transitions match it.
     pub name: String,
+    /// Its data's declared fields, in declaration order.
     pub fields: KeyMap<FieldSpec>,
 }
 
@@ -108,9 +116,12 @@ pub fn with_defaults(schema: &KeyMap<FieldSpec>, context: &Object) -> Object {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("context doesn't fit the machine's `context` schema: {}", .problems.join("; "))]
 pub struct ContextError {
+    /// Every mismatch, one message each, in schema order.
     pub problems: Vec<String>,
 }
 
+/// `context` against the machine's `context` schema: every problem at once, or Ok. With
+/// `check_required` false a missing required field passes (a context not complete yet).
 pub fn check_context(
     schema: &KeyMap<FieldSpec>,
     context: &Object,
@@ -128,7 +139,9 @@ pub fn check_context(
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("event {} doesn't fit its declaration: {}", py_repr(&Value::String(.kind.clone())), .problems.join("; "))]
 pub struct EventError {
+    /// The event's kind.
     pub kind: String,
+    /// Every mismatch, one message each, in schema order.
     pub problems: Vec<String>,
 }
 
