@@ -15,7 +15,10 @@ use crate::ingress::Ingress;
 
 /// The API's ports. Routes added by other crates take `State<Arc<Backend<S, T>>>` too.
 pub struct Backend<S, T> {
+    /// The execution store: read by every route, written by the control routes (cancel,
+    /// terminate, suspend, resume, redrive).
     pub store: S,
+    /// Where creates and events are enqueued for the worker (the API never steps a machine).
     pub sender: Sender<T>,
     /// The deployed machines (and, through the store, the versions executions are pinned
     /// to). Used to check, never to step: the worker runs the machines.
@@ -28,6 +31,9 @@ pub struct Backend<S, T> {
 pub type Shared<S, T> = Arc<Backend<S, T>>;
 
 impl<S: ExecutionStore, T: Transport> Backend<S, T> {
+    /// A backend over `store`, sending through `transport`, checking against `driver`'s machines;
+    /// without an [`Ingress`] (add one with [`with_ingress`](Self::with_ingress)) the hook and
+    /// callback routes answer 404.
     pub fn new(store: S, transport: T, driver: Driver) -> Self {
         Backend {
             store,

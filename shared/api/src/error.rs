@@ -12,6 +12,7 @@ use serde_json::json;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{status} {code}: {message}")]
 pub struct ApiError {
+    /// The HTTP status the response carries.
     pub status: StatusCode,
     /// A stable, machine-readable word (`unknown_machine`, `malformed_json`, ...).
     pub code: &'static str,
@@ -20,6 +21,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// An error answered with `status`, the stable `code` and the human `message`.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             status,
@@ -28,14 +30,18 @@ impl ApiError {
         }
     }
 
+    /// `400`: the request itself is wrong (malformed JSON, an invalid name or payload).
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 
+    /// `404`: what the request names does not exist (an execution, a machine, a hook).
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, code, message)
     }
 
+    /// `409`: the request is well-formed but the target's state refuses it now (e.g. a closed
+    /// execution, or a machine this deployment cannot load).
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, code, message)
     }
@@ -49,6 +55,7 @@ impl ApiError {
         )
     }
 
+    /// `404 unknown_execution`: no execution `id` in the store.
     pub fn unknown_execution(id: &str) -> Self {
         Self::not_found("unknown_execution", format!("no execution {id:?}"))
     }

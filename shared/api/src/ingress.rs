@@ -25,6 +25,7 @@ pub enum HookOutcome {
 }
 
 impl HookOutcome {
+    /// The outcome's lowercase name, as logs and metric dimensions spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             HookOutcome::Delivered => "delivered",
@@ -49,6 +50,7 @@ pub struct HookCounts {
 }
 
 impl HookCounts {
+    /// No deliveries counted yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -77,6 +79,7 @@ pub struct Ingress {
     pub hooks: Option<Hooks>,
     /// The stack's callback key (None: no `POST /callbacks/{token}`).
     pub callback_key: Option<CallbackKey>,
+    /// Where webhook outcomes are counted (in-memory [`HookCounts`] by default).
     pub metrics: Arc<dyn HookMetrics>,
 }
 

@@ -24,10 +24,14 @@ use crate::transport::{Transport, MALFORMED_GROUP};
 /// A queue under test: the transport a host publishes through, the dead-letter queue an
 /// operator reads, and the consumer's side that a Lambda event source plays in production.
 pub trait QueueUnderTest: Send + Sync {
+    /// The adapter's publishing side, as the worker, relay and sweeper hold it.
     type Queue: Transport;
+    /// The adapter's dead-letter queue, as `harel dlq` reads it.
     type DeadLetters: DeadLetterQueue;
 
+    /// The queue the cases publish to, park on and dead-letter through.
     fn transport(&self) -> &Self::Queue;
+    /// The dead-letter queue that belongs to [`transport`](Self::transport).
     fn dead_letters(&self) -> &Self::DeadLetters;
 
     /// Receive up to `max` visible messages without deleting them (what a consumer holds

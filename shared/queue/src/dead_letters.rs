@@ -32,11 +32,14 @@ pub const LOOK_HOLD: Duration = Duration::from_secs(30);
 pub struct DeadLetter {
     /// The DLQ's message id (what `harel dlq show|redrive|delete` take).
     pub message_id: String,
+    /// The handle of this look's receive: what `release` and `delete` need (never shown or
+    /// serialized; it is void once the look's hold expires).
     #[serde(skip)]
     pub receipt_handle: String,
     /// The message group: the target execution, or [`MALFORMED_GROUP`] when the original had
     /// none usable.
     pub group_id: String,
+    /// The original message body, untouched (the Event JSON, or whatever the worker could not read).
     pub body: String,
     /// The worker's `harel-dead-letter-reason`; none when SQS's redrive policy moved it (the
     /// worker failed it `maxReceiveCount` times without deciding it could never succeed).

@@ -12,7 +12,10 @@ use crate::message::MAX_ID_LEN;
 pub enum DedupeKey {
     /// An outbox entry, by its store seq (the relay and the worker's inline delivery of the
     /// same entry share it).
-    Outbox { seq: u64 },
+    Outbox {
+        /// The entry's `OutboxEntry::seq` in the store (a store-wide counter, never reused).
+        seq: u64,
+    },
     /// A due timer: its `Timeout` event id is already stable per (execution, path, fire_at).
     Timer,
     /// Any other delivery of an event: its id plus the group.

@@ -5,20 +5,27 @@
 pub struct EntryFailure {
     /// Its index in the slice given to `publish_batch`.
     pub index: usize,
+    /// SQS's error code for the entry (e.g. `InvalidParameterValue`, `InternalError`).
     pub code: String,
+    /// SQS's explanation of the failure, as it gave it.
     pub message: String,
     /// SQS's verdict: the request itself is wrong and resending it cannot succeed.
     pub sender_fault: bool,
 }
 
+/// Why a publish, park or dead-letter move failed; on a batch, [`delivered`](Self::delivered)
+/// says which messages were sent anyway.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
+    /// The group id (given here) breaks SQS's rules, see [`check_group_id`](crate::check_group_id):
+    /// refused before anything was sent, and resending cannot help.
     #[error("invalid SQS message group id {0:?}: 1 to 128 ASCII letters, digits or punctuation")]
     InvalidGroup(String),
     /// The whole call failed (network, throttling, a missing queue): nothing is known to
     /// have been sent.
     #[error("SQS request failed: {message}")]
     Request {
+        /// What went wrong, the SDK's error chain included.
         message: String,
         /// The SDK's error, when the call itself failed.
         #[source]
@@ -28,7 +35,9 @@ pub enum TransportError {
     /// retryable ones; `delivered` holds the indices that were sent.
     #[error("{} of {} messages not sent: {}", failed.len(), failed.len() + delivered.len(), describe(failed))]
     Partial {
+        /// Indices (into the batch given to `publish_batch`) of the messages that were sent.
         delivered: Vec<usize>,
+        /// The messages that were not sent, each with SQS's reason.
         failed: Vec<EntryFailure>,
     },
 }

@@ -18,16 +18,23 @@ use serde_json::Value;
 /// The event kind of a create message.
 pub const CREATE_KIND: &str = "harel:create";
 
+/// What a [`CREATE_KIND`] message asks for: start a new execution of a machine.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CreateRequest {
+    /// The machine to run (its definition id, as the host's machine set names it).
     pub definition_id: String,
+    /// The new execution's initial context (empty when the message gave none).
     pub context: Object,
+    /// The id of the execution to create: always the message group.
     pub execution_id: String,
 }
 
+/// One queue message, read: either a create or an event for an existing execution.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Inbound {
+    /// A [`CREATE_KIND`] message: start an execution (a no-op if it exists).
     Create(CreateRequest),
+    /// Any other event: deliver it to the execution named by the message group.
     Event(Event),
 }
 

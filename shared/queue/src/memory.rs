@@ -36,6 +36,7 @@ pub struct MemoryTransport {
 }
 
 impl MemoryTransport {
+    /// An empty queue with an empty dead-letter list (the same as `default()`).
     pub fn new() -> Self {
         Self::default()
     }
@@ -67,14 +68,19 @@ impl MemoryTransport {
         }
     }
 
+    /// How many messages wait to be taken (dead letters are kept apart and not counted).
     pub fn len(&self) -> usize {
         self.lock().queue.len()
     }
 
+    /// Whether no message is queued.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// A copy of every message [`dead_letter`](Transport::dead_letter) moved here, in the order
+    /// they came (the reason and source id are in `attributes`); unlike
+    /// [`look_at_dead_letters`](Self::look_at_dead_letters), looking does not count a receive.
     pub fn dead_letters(&self) -> Vec<Received> {
         self.lock().dead_letters.clone()
     }

@@ -15,6 +15,8 @@ pub struct Outgoing {
     /// The target execution id: SQS FIFO delivers one message of a group at a time, which
     /// makes the worker the single writer of that execution.
     pub group_id: String,
+    /// SQS's `MessageDeduplicationId`: a second message with the same id within five minutes is
+    /// dropped (see [`DedupeKey`]).
     pub dedupe_id: String,
     /// The Event JSON, exactly as harel's `event.model_dump_json()` would be read back.
     pub body: String,
@@ -71,10 +73,15 @@ pub fn check_group_id(group_id: &str) -> Result<(), TransportError> {
 /// shape; Lambda hands the worker the same fields in an SQS event record).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Received {
+    /// SQS's id for this message (what a dead letter's `harel-source-message-id` refers to).
     pub message_id: String,
+    /// The handle of this receive, needed to delete or [`park`](crate::Transport::park) it.
     pub receipt_handle: String,
+    /// The `MessageGroupId`: the target execution id.
     pub group_id: String,
+    /// The `MessageDeduplicationId` it was sent with.
     pub dedupe_id: String,
+    /// The body as sent: Event JSON, or a create message (see [`inbound`](crate::inbound)).
     pub body: String,
     /// String message attributes (the dead-letter reason travels as one).
     pub attributes: Vec<(String, String)>,
@@ -84,6 +91,8 @@ pub struct Received {
 }
 
 impl Received {
+    /// The string message attribute `name`, if the message carries one (e.g.
+    /// [`REASON_ATTRIBUTE`](crate::REASON_ATTRIBUTE) on a dead letter).
     pub fn attribute(&self, name: &str) -> Option<&str> {
         self.attributes
             .iter()

@@ -28,6 +28,8 @@ pub trait Transport: Send + Sync {
         messages: &[Outgoing],
     ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// Send one message; the same promise as [`publish_batch`](Self::publish_batch) for a batch of
+    /// one.
     fn publish(
         &self,
         message: Outgoing,

@@ -21,6 +21,8 @@ pub struct SqsDeadLetters {
 }
 
 impl SqsDeadLetters {
+    /// The dead-letter queue at `url` (the main queue's DLQ), reached with `client`; no call is
+    /// made here.
     pub fn new(client: Client, url: impl Into<String>) -> Self {
         SqsDeadLetters {
             client,
@@ -28,6 +30,7 @@ impl SqsDeadLetters {
         }
     }
 
+    /// The dead-letter queue's URL.
     pub fn url(&self) -> &str {
         &self.url
     }

@@ -20,6 +20,8 @@ pub use harel_queue::transport::{MAX_BATCH, MAX_BATCH_BYTES};
 const ENTRY_RETRIES: u32 = 3;
 const RETRY_BASE: Duration = Duration::from_millis(100);
 
+/// A FIFO queue on SQS as the [`Transport`] the worker, relay and sweeper publish through, plus
+/// the consumer calls tools and tests need (receive, delete). Cheap to clone (the SDK client is).
 #[derive(Clone, Debug)]
 pub struct SqsTransport {
     client: Client,
@@ -28,6 +30,8 @@ pub struct SqsTransport {
 }
 
 impl SqsTransport {
+    /// The queue at `queue_url`, reached with `client`; no call is made here. Dead-lettering fails
+    /// until [`with_dead_letter_queue`](Self::with_dead_letter_queue) names a DLQ.
     pub fn new(client: Client, queue_url: impl Into<String>) -> Self {
         SqsTransport {
             client,
@@ -42,10 +46,12 @@ impl SqsTransport {
         self
     }
 
+    /// The SDK client it calls SQS with (for calls the port does not cover).
     pub fn client(&self) -> &Client {
         &self.client
     }
 
+    /// The URL of the main queue it publishes to.
     pub fn queue_url(&self) -> &str {
         &self.queue_url
     }
@@ -126,6 +132,8 @@ impl SqsTransport {
         Ok(received)
     }
 
+    /// [`receive_from`](Self::receive_from) the main queue: up to `max` messages, waiting up to
+    /// `wait` (at most 20 s) for one, each hidden for `visibility` until deleted or released.
     pub async fn receive(
         &self,
         max: i32,
