@@ -62,7 +62,7 @@ pub fn token_soup(tokens: &[&str], max_tokens: usize) -> impl Strategy<Value = S
 /// One change to an input. Positions are [`Index`]es, resolved against the input as it
 /// is when the change applies (so they shrink toward the start).
 #[derive(Clone, Debug)]
-pub enum Mutation {
+pub(crate) enum Mutation {
     /// Flip one bit of a byte.
     Flip { at: Index, bit: u8 },
     /// Overwrite a byte.
@@ -105,7 +105,12 @@ fn position(at: &Index, input: &[u8]) -> usize {
 
 /// Apply `mutation` to `input`; `seeds` are what a splice copies from, `tokens` what a
 /// token insertion inserts.
-pub fn apply(mutation: &Mutation, input: &mut Vec<u8>, seeds: &[Vec<u8>], tokens: &[String]) {
+pub(crate) fn apply(
+    mutation: &Mutation,
+    input: &mut Vec<u8>,
+    seeds: &[Vec<u8>],
+    tokens: &[String],
+) {
     match mutation {
         Mutation::Flip { at, bit } if !input.is_empty() => {
             let i = at.index(input.len());
