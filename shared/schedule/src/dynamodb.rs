@@ -20,6 +20,7 @@ pub const KEY_PREFIX: &str = "harel:schedule:";
 /// BatchGetItem's limit on keys per request.
 const BATCH_KEYS: usize = 100;
 
+/// [`Marks`] on DynamoDB: the sweeper's, one item per schedule in the store's counters table.
 #[derive(Clone, Debug)]
 pub struct DynamoDbMarks {
     client: Client,
@@ -35,6 +36,7 @@ impl DynamoDbMarks {
         }
     }
 
+    /// The table the marks are kept in (`{table_prefix}_counters`).
     pub fn table(&self) -> &str {
         &self.table
     }

@@ -42,14 +42,23 @@ pub enum CatchUp {
 /// One checked entry of the file.
 #[derive(Clone, Debug)]
 pub struct Schedule {
+    /// The entry's key in the file: 1 to [`MAX_NAME_LEN`] letters, digits, `-`, `_` or `.`
+    /// (it is part of the default execution ids).
     pub name: String,
+    /// The definition id of the machine each fire starts (checked against the deployed machines
+    /// when [`load`] was given them).
     pub machine: String,
+    /// When it fires: the entry's `cron` or `rate`.
     pub when: When,
+    /// The zone its cron and its id's `{date}`/`{time}` are read in (`timezone`; UTC by default).
     pub zone: Tz,
     /// The create's context as written (the worker fills the machine's defaults).
     pub context: Object,
+    /// How a fire's execution id is made (`id`; `{schedule}-{utc}` by default).
     pub id: IdTemplate,
+    /// What a fire does while the previous start still runs (`overlap`).
     pub overlap: Overlap,
+    /// What becomes of fires missed while no tick ran (`catch_up`).
     pub catch_up: CatchUp,
 }
 
@@ -63,15 +72,19 @@ impl Schedule {
 /// Every entry of a schedules file, in the file's order.
 #[derive(Clone, Debug, Default)]
 pub struct Schedules {
+    /// The file they were read from, as its errors name it.
     pub file: String,
+    /// The checked entries, in the file's order.
     pub entries: Vec<Schedule>,
 }
 
 impl Schedules {
+    /// The entry named `name`, if the file has one.
     pub fn get(&self, name: &str) -> Option<&Schedule> {
         self.entries.iter().find(|s| s.name == name)
     }
 
+    /// The entries' names, in the file's order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|s| s.name.as_str())
     }
@@ -80,13 +93,25 @@ impl Schedules {
 /// A schedules file that cannot be used, and where.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FileError {
+    /// The file as a whole: unreadable, an unknown extension, too deeply nested, a syntax
+    /// error (with its line and column where the parser gives them).
     #[error("schedules file {file}: {reason}")]
-    File { file: String, reason: String },
+    File {
+        /// The file's path, as given.
+        file: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// One field of one entry is refused.
     #[error("schedules file {file}, entry {entry:?}, {field}: {reason}")]
     Entry {
+        /// The file's path, as given.
         file: String,
+        /// The entry's name.
         entry: String,
+        /// The field (`cron`, `timezone`, `context`, ...; `name` for the entry's key).
         field: String,
+        /// Why it is refused.
         reason: String,
     },
 }

@@ -12,7 +12,8 @@ use chrono_tz::Tz;
 
 use crate::file::Schedule;
 
-pub const DEFAULT_TEMPLATE: &str = "{schedule}-{utc}";
+/// The template of an entry that gives no `id`.
+pub(crate) const DEFAULT_TEMPLATE: &str = "{schedule}-{utc}";
 
 const PLACEHOLDERS: &str = "{schedule}, {machine}, {date}, {time}, {utc}";
 
@@ -34,6 +35,9 @@ pub struct IdTemplate {
 }
 
 impl IdTemplate {
+    /// Read a template (the entry's `id`). The error, for the file's report, names an unknown
+    /// placeholder, an unmatched brace, or a template with no time placeholder (every fire would
+    /// get the same id, so only the first would ever start).
     pub fn parse(text: &str) -> Result<IdTemplate, String> {
         let mut parts = Vec::new();
         let mut rest = text;
@@ -86,10 +90,13 @@ impl IdTemplate {
         })
     }
 
+    /// The template as written.
     pub fn as_str(&self) -> &str {
         &self.text
     }
 
+    /// The execution id of the fire at `fire` of schedule `schedule` (starting `machine`), its
+    /// `{date}` and `{time}` read in `zone`.
     pub fn render(&self, schedule: &str, machine: &str, fire: DateTime<Utc>, zone: Tz) -> String {
         let local = zone.from_utc_datetime(&fire.naive_utc());
         let mut out = String::new();

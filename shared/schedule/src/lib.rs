@@ -1,12 +1,12 @@
 //! Scheduled starts (`HAREL_SCHEDULES_FILE`): machines started on a cron or a rate by the
 //! sweeper's minute tick. See docs/src/schedules.md.
 //!
-//! - [`file`]: the schedules file, read and checked once (cold start, `harel schedules`);
+//! - [`file`](mod@file): the schedules file, read and checked once (cold start, `harel schedules`);
 //! - [`timing`]: when an entry fires, in its time zone (daylight saving included);
 //! - [`ids`]: the deterministic execution id of a fire;
 //! - [`marks`]: where each schedule stands (the port, and its in-memory twin), [`dynamodb`]
 //!   its DynamoDB adapter (items of the store's counters table);
-//! - [`tick`]: what one tick starts, exactly once per fire.
+//! - [`tick`](mod@tick): what one tick starts, exactly once per fire.
 //!
 //! Nothing here reads a clock: every time is passed in, so the tests move time by hand.
 

@@ -17,6 +17,7 @@ pub struct Mark {
     pub execution_id: Option<String>,
 }
 
+/// The marks' storage failed, or holds an item it cannot read; the text says which.
 #[derive(Debug, thiserror::Error)]
 #[error("schedule marks: {0}")]
 pub struct MarkError(pub String);
@@ -48,10 +49,12 @@ pub struct MemoryMarks {
 }
 
 impl MemoryMarks {
+    /// No marks: every schedule is seen for the first time.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// `name`'s mark, if one was written (not counted as a read call).
     pub fn get(&self, name: &str) -> Option<Mark> {
         self.lock().get(name).cloned()
     }

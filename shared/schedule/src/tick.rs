@@ -28,12 +28,18 @@ pub const FIRST_SPAN_SECONDS: i64 = 60;
 /// A fire seen later than this after its time was missed (the ticks are a minute apart).
 pub const LATE_AFTER: i64 = 120;
 
+/// Why a tick failed. Nothing is lost: a schedule whose mark was not moved is due again at
+/// the next tick, which sends the same create (same execution id), started at most once.
 #[derive(Debug, thiserror::Error)]
 pub enum TickError {
+    /// Reading or moving a mark failed.
     #[error(transparent)]
     Marks(#[from] MarkError),
+    /// Reading the execution the previous start created (for `overlap: skip`) failed.
     #[error("schedules: reading the previous start: {0}")]
     Store(#[from] StoreError),
+    /// Sending a create to the queue failed (the marks of the creates that were sent are
+    /// moved before this is returned).
     #[error("schedules: sending a create: {0}")]
     Transport(#[from] TransportError),
 }

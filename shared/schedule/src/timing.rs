@@ -20,8 +20,20 @@ use croner::Cron;
 /// A schedule's fire times.
 #[derive(Clone, Debug)]
 pub enum When {
-    Cron { text: String, cron: Box<Cron> },
-    Rate { text: String, every_seconds: i64 },
+    /// A cron expression, read in the entry's zone (see [`When::cron`]).
+    Cron {
+        /// The expression as written.
+        text: String,
+        /// The parsed expression.
+        cron: Box<Cron>,
+    },
+    /// A fixed rate, aligned to the Unix epoch (see [`When::rate`]).
+    Rate {
+        /// The rate as written (`15 minutes`).
+        text: String,
+        /// The period, in seconds (at least 60).
+        every_seconds: i64,
+    },
 }
 
 /// The most fire times one look walks through (a long outage of a minutely cron is a week of
@@ -163,6 +175,7 @@ impl When {
 pub struct Fires {
     /// How many (capped for a very long outage of a frequent cron).
     pub count: u64,
+    /// The latest fire of the span (the one a start is made for).
     pub latest: DateTime<Utc>,
 }
 
