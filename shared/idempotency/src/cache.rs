@@ -12,6 +12,8 @@ pub struct LruCache {
 }
 
 impl LruCache {
+    /// An empty cache holding at most `max_items` records
+    /// (`IdempotencyConfig::local_cache_max_items`).
     pub fn new(max_items: usize) -> Self {
         Self {
             max_items,
@@ -43,14 +45,17 @@ impl LruCache {
         }
     }
 
+    /// Forgets the key's record, when its call failed and the stored record was deleted.
     pub fn remove(&mut self, key: &str) {
         self.entries.shift_remove(key);
     }
 
+    /// How many records are cached, expired ones included until a read drops them.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether no record is cached.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -14,15 +14,22 @@ use aws_sdk_dynamodb::types::AttributeValue;
 /// A DynamoDB item.
 pub type Item = HashMap<String, AttributeValue>;
 
+/// A failed request, told apart where the store reacts differently: a refused condition, an item
+/// over 400 KB, or anything else.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The write's condition did not hold; `item` is the item that held the key, when the
     /// service returned it (`ReturnValuesOnConditionCheckFailure=ALL_OLD`).
     #[error("the conditional request failed")]
-    ConditionalCheckFailed { item: Option<Item> },
+    ConditionalCheckFailed {
+        /// The item holding the key, absent when the service (or an emulator) did not return it.
+        item: Option<Item>,
+    },
     /// The write would make the item larger than DynamoDB's 400 KB.
     #[error("item too large: {0}")]
     ItemTooLarge(String),
+    /// Any other failure (network, throttling, permissions, a bad request), as the client reported
+    /// it.
     #[error("{0}")]
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -35,14 +42,17 @@ pub trait Client: Send + Sync {
         input: GetItemInput,
     ) -> impl Future<Output = Result<Option<Item>, ClientError>> + Send;
 
+    /// Writes the item; with a condition, `ConditionalCheckFailed` when it does not hold.
     fn put_item(&self, input: PutItemInput)
         -> impl Future<Output = Result<(), ClientError>> + Send;
 
+    /// Applies the update expression to the item under the input's key.
     fn update_item(
         &self,
         input: UpdateItemInput,
     ) -> impl Future<Output = Result<(), ClientError>> + Send;
 
+    /// Deletes the item under the input's key (a missing item is not an error).
     fn delete_item(
         &self,
         input: DeleteItemInput,

@@ -90,19 +90,24 @@ impl<C: Client> Idempotency<C> {
         })
     }
 
+    /// Passes every replayed result through `hook` before it is returned (Powertools'
+    /// `response_hook`); fresh results are not.
     pub fn with_response_hook(mut self, hook: ResponseHook) -> Self {
         self.response_hook = Some(hook);
         self
     }
 
+    /// The store the records are written to.
     pub fn store(&self) -> &DynamoDbPersistenceLayer<C> {
         &self.store
     }
 
+    /// The configuration the calls run with.
     pub fn config(&self) -> &IdempotencyConfig {
         &self.config
     }
 
+    /// How payloads become keys (the prefix and the compiled expressions).
     pub fn key_maker(&self) -> &KeyMaker {
         &self.keys
     }

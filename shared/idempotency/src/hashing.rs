@@ -6,14 +6,20 @@ use sha2::{Digest, Sha224, Sha256, Sha384, Sha512};
 /// A hashlib algorithm, by the name Powertools' `hash_function` option takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HashFunction {
+    /// `hashlib.md5`, Powertools' default.
     #[default]
     Md5,
+    /// `hashlib.sha224`.
     Sha224,
+    /// `hashlib.sha256`.
     Sha256,
+    /// `hashlib.sha384`.
     Sha384,
+    /// `hashlib.sha512`.
     Sha512,
 }
 
+/// A `hash_function` name that is not one of the five supported (it carries the name given).
 #[derive(Debug, thiserror::Error)]
 #[error("unsupported hash function {0:?}: use md5, sha224, sha256, sha384 or sha512")]
 pub struct UnsupportedHash(pub String);
@@ -30,6 +36,7 @@ impl HashFunction {
         }
     }
 
+    /// The hashlib name (`"md5"`, `"sha256"`, ...), which [`str::parse`] reads back.
     pub fn name(self) -> &'static str {
         match self {
             HashFunction::Md5 => "md5",

@@ -16,13 +16,22 @@ use serde_json::Value;
 /// A JMESPath failure: the expression does not parse, or it fails on a payload.
 #[derive(Debug, thiserror::Error)]
 pub enum JmesError {
+    /// The expression does not parse.
     #[error("invalid JMESPath expression {expression:?}: {source}")]
     Compile {
+        /// The expression's text.
         expression: String,
+        /// The parser's error.
         source: Box<JmespathError>,
     },
+    /// The expression fails on a payload (a Powertools function given text it cannot decode, say).
     #[error("JMESPath expression {expression:?} failed on the payload: {reason}")]
-    Search { expression: String, reason: String },
+    Search {
+        /// The expression's text.
+        expression: String,
+        /// The runtime's message.
+        reason: String,
+    },
 }
 
 static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
@@ -51,6 +60,8 @@ impl std::fmt::Debug for JmesPath {
 }
 
 impl JmesPath {
+    /// Parses `expression` for the runtime with Powertools' functions; `JmesError::Compile` when it
+    /// does not parse.
     pub fn compile(expression: &str) -> Result<Self, JmesError> {
         let compiled = RUNTIME
             .compile(expression)
@@ -64,6 +75,7 @@ impl JmesPath {
         })
     }
 
+    /// The expression's text, as given to [`compile`](Self::compile).
     pub fn as_str(&self) -> &str {
         &self.source
     }

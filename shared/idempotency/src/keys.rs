@@ -14,10 +14,14 @@ use crate::jmes::{JmesError, JmesPath};
 /// Powertools reads the function name from the Lambda environment for the key prefix.
 pub const FUNCTION_NAME_ENV: &str = "AWS_LAMBDA_FUNCTION_NAME";
 
+/// Why a payload has no key.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
+    /// The selection is empty (null, `""`, or an object or array of nulls only) and
+    /// `raise_on_no_idempotency_key` is set.
     #[error("No data found to create a hashed idempotency_key")]
     Missing,
+    /// The expression failed on the payload.
     #[error(transparent)]
     Jmes(#[from] JmesError),
 }
@@ -41,6 +45,8 @@ pub struct KeyMaker {
 }
 
 impl KeyMaker {
+    /// Compiles the configuration's expressions; keys will read `<prefix>#<hash>`. Fails when an
+    /// expression does not parse.
     pub fn new(config: &IdempotencyConfig, prefix: impl Into<String>) -> Result<Self, JmesError> {
         let compile = |e: &str| (!e.is_empty()).then(|| JmesPath::compile(e)).transpose();
         Ok(Self {
@@ -52,14 +58,18 @@ impl KeyMaker {
         })
     }
 
+    /// The part of every key before `#`.
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
 
+    /// The key expression's text, empty when the whole payload is hashed (it appears in
+    /// `AlreadyInProgress` messages).
     pub fn event_key_jmespath(&self) -> &str {
         self.event_key.as_ref().map_or("", JmesPath::as_str)
     }
 
+    /// Whether `payload_validation_jmespath` is set, so records carry a validation hash.
     pub fn validation_enabled(&self) -> bool {
         self.validation.is_some()
     }

@@ -38,6 +38,7 @@ pub struct IdempotencyLayer<C, A> {
 }
 
 impl<C, A> IdempotencyLayer<C, A> {
+    /// The layer wrapping every service it is applied to with `idempotency`.
     pub fn new(idempotency: Idempotency<C>) -> Self {
         Self {
             idempotency: Arc::new(idempotency),

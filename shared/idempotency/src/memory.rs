@@ -19,18 +19,25 @@ use crate::size::{item_size, MAX_ITEM_SIZE};
 /// Requests made, by operation.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Calls {
+    /// GetItem requests.
     pub get: usize,
+    /// PutItem requests, refused ones included.
     pub put: usize,
+    /// UpdateItem requests.
     pub update: usize,
+    /// DeleteItem requests.
     pub delete: usize,
 }
 
 impl Calls {
+    /// Requests of any kind: what the calls would have cost on DynamoDB.
     pub fn total(&self) -> usize {
         self.get + self.put + self.update + self.delete
     }
 }
 
+/// A [`Client`] keeping one table in memory: conditions and updates are evaluated as DynamoDB does,
+/// the 400 KB limit is enforced, and requests are counted ([`calls`](Self::calls)).
 #[derive(Debug, Default)]
 pub struct MemoryClient {
     key_attr: String,
@@ -52,6 +59,8 @@ impl MemoryClient {
         }
     }
 
+    /// Gives the table a composite key, the sort key named `sort_key_attr` (for a store with
+    /// `with_sort_key_attr`).
     pub fn with_sort_key(mut self, sort_key_attr: impl Into<String>) -> Self {
         self.sort_key_attr = Some(sort_key_attr.into());
         self
@@ -63,6 +72,7 @@ impl MemoryClient {
             .store(omit, Ordering::SeqCst);
     }
 
+    /// The requests made so far, by operation.
     pub fn calls(&self) -> Calls {
         Calls {
             get: self.get.load(Ordering::SeqCst),

@@ -18,15 +18,19 @@ use crate::size::item_size;
 pub const PUT_CONDITION: &str = "attribute_not_exists(#id) OR #expiry < :now OR \
      (#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)";
 
+/// What a store operation failed with.
 #[derive(Debug, thiserror::Error)]
 pub enum PersistenceError {
     /// The key is held; the holding record when DynamoDB returned it.
     #[error("an idempotency record already holds this key")]
     AlreadyExists(Option<Box<DataRecord>>),
+    /// The request itself failed.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// A stored item lacks an attribute the record needs or has it with the wrong type.
     #[error("malformed idempotency record: {0}")]
     Malformed(String),
+    /// The sort key is named like the partition key (Powertools' check, message and all).
     #[error("key_attr [{0}] and sort_key_attr [{0}] cannot be the same!")]
     SameKeyAttrs(String),
     /// The claim token's attribute is named like another (the update that completes a record
@@ -38,12 +42,21 @@ pub enum PersistenceError {
 /// Attribute names, each renamable, with Powertools' defaults (and one of ours, `claim`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttributeNames {
+    /// The partition key (default `id`): the idempotency key, or the static value on a
+    /// composite-key table.
     pub key: String,
+    /// The sort key, when the table has one (none by default): the idempotency key then goes here.
     pub sort_key: Option<String>,
+    /// When the record expires, epoch seconds (default `expiration`); point the table's TTL at it.
     pub expiry: String,
+    /// When an in-progress record's invocation times out, epoch milliseconds (default
+    /// `in_progress_expiration`).
     pub in_progress_expiry: String,
+    /// `INPROGRESS` or `COMPLETED` (default `status`).
     pub status: String,
+    /// The result as JSON text (default `data`).
     pub data: String,
+    /// The payload validation hash, when validation is on (default `validation`).
     pub validation: String,
     /// An in-progress record's claim token ([`DataRecord::claim`]). Not Powertools': its
     /// functions ignore it on the records we write and never write it; the update that
@@ -84,6 +97,8 @@ pub fn from_config(
 }
 
 impl<C: Client> DynamoDbPersistenceLayer<C> {
+    /// The store on `table_name` with Powertools' attribute names; the static partition value is
+    /// `idempotency#<function name>`, read from `AWS_LAMBDA_FUNCTION_NAME` now.
     pub fn new(client: C, table_name: impl Into<String>) -> Self {
         let function = std::env::var(FUNCTION_NAME_ENV).unwrap_or_default();
         Self {
@@ -94,11 +109,13 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
         }
     }
 
+    /// Replaces every attribute name at once.
     pub fn with_attribute_names(mut self, attrs: AttributeNames) -> Self {
         self.attrs = attrs;
         self
     }
 
+    /// Names the partition key attribute (Powertools' `key_attr`).
     pub fn with_key_attr(mut self, name: impl Into<String>) -> Self {
         self.attrs.key = name.into();
         self
@@ -111,53 +128,66 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
         self
     }
 
+    /// The partition key's value on a composite-key table (Powertools' `static_pk_value`).
     pub fn with_static_pk_value(mut self, value: impl Into<String>) -> Self {
         self.static_pk_value = value.into();
         self
     }
 
+    /// Names the expiry attribute (Powertools' `expiry_attr`).
     pub fn with_expiry_attr(mut self, name: impl Into<String>) -> Self {
         self.attrs.expiry = name.into();
         self
     }
 
+    /// Names the in-progress expiry attribute (Powertools' `in_progress_expiry_attr`).
     pub fn with_in_progress_expiry_attr(mut self, name: impl Into<String>) -> Self {
         self.attrs.in_progress_expiry = name.into();
         self
     }
 
+    /// Names the status attribute (Powertools' `status_attr`).
     pub fn with_status_attr(mut self, name: impl Into<String>) -> Self {
         self.attrs.status = name.into();
         self
     }
 
+    /// Names the result attribute (Powertools' `data_attr`).
     pub fn with_data_attr(mut self, name: impl Into<String>) -> Self {
         self.attrs.data = name.into();
         self
     }
 
+    /// Names the validation hash attribute (Powertools' `validation_key_attr`).
     pub fn with_validation_key_attr(mut self, name: impl Into<String>) -> Self {
         self.attrs.validation = name.into();
         self
     }
 
+    /// Names the claim token attribute (ours; default `in_progress_claim`); it must differ from
+    /// every other name.
     pub fn with_claim_attr(mut self, name: impl Into<String>) -> Self {
         self.attrs.claim = name.into();
         self
     }
 
+    /// The attribute names the store reads and writes.
     pub fn attribute_names(&self) -> &AttributeNames {
         &self.attrs
     }
 
+    /// The DynamoDB table of the records.
     pub fn table_name(&self) -> &str {
         &self.table_name
     }
 
+    /// The partition key's value on a composite-key table (unused otherwise).
     pub fn static_pk_value(&self) -> &str {
         &self.static_pk_value
     }
 
+    /// The client the requests go through (a test reads a [`MemoryClient`](crate::MemoryClient)'s
+    /// counters here).
     pub fn client(&self) -> &C {
         &self.client
     }
@@ -357,6 +387,8 @@ impl<C: Client> DynamoDbPersistenceLayer<C> {
         self.client.update_item(input).await
     }
 
+    /// Deletes the key's record unconditionally (Powertools' `_delete_record`): after a failed
+    /// call, so that a retry runs again.
     pub async fn delete_record(&self, idempotency_key: &str) -> Result<(), ClientError> {
         let input = DeleteItemInput::builder()
             .table_name(&self.table_name)

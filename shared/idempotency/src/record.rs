@@ -4,21 +4,29 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+/// The stored status of a claimed key whose call has not finished.
 pub const INPROGRESS: &str = "INPROGRESS";
+/// The stored status of a record holding its call's result.
 pub const COMPLETED: &str = "COMPLETED";
 
 /// A record's state; `Expired` is never stored, it is what a record past its expiry reads as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
+    /// A call holds the key and has not finished.
     InProgress,
+    /// The call finished; the record holds its result.
     Completed,
+    /// Past its expiry: the key is free again.
     Expired,
 }
 
+/// A stored status that is none of `INPROGRESS`, `COMPLETED` or `EXPIRED` (it carries the text
+/// read).
 #[derive(Debug, thiserror::Error)]
 #[error("invalid idempotency record status {0:?}")]
 pub struct InvalidStatus(pub String);
 
+/// One idempotency record: a key's status, expiries, result and validation hash, as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataRecord {
     /// The hashed key. Read back from a table with a composite key, it is still the hashed key
@@ -44,6 +52,8 @@ pub struct DataRecord {
 }
 
 impl DataRecord {
+    /// A record of `raw_status` (`INPROGRESS` or `COMPLETED`) for the key, with no expiry, result
+    /// or hash yet.
     pub fn new(idempotency_key: impl Into<String>, raw_status: &str) -> Self {
         Self {
             idempotency_key: idempotency_key.into(),
@@ -62,6 +72,8 @@ impl DataRecord {
         matches!(self.expiry_timestamp, Some(e) if e != 0 && now_seconds() > e)
     }
 
+    /// The status, `Expired` once past the expiry whatever is stored; `InvalidStatus` for a text
+    /// Powertools does not write.
     pub fn status(&self) -> Result<Status, InvalidStatus> {
         if self.is_expired() {
             return Ok(Status::Expired);
@@ -84,10 +96,13 @@ impl DataRecord {
     }
 }
 
+/// The wall clock in epoch seconds, the unit of `expiry_timestamp`.
 pub fn now_seconds() -> i64 {
     now_millis() / 1000
 }
 
+/// The wall clock in epoch milliseconds, the unit of `in_progress_expiry_timestamp` and of Lambda
+/// deadlines.
 pub fn now_millis() -> i64 {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
