@@ -95,6 +95,8 @@ fn assert_conflict(r: StoreResult<Vec<u64>>, id: &str, expected: u64, found: Opt
     }
 }
 
+/// A commit at version 0 inserts (version 1, no outbox seqs), a load returns exactly what was
+/// committed, and a commit of the loaded copy updates it to version 2.
 pub async fn insert_then_load<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -120,6 +122,8 @@ where
     );
 }
 
+/// Inserting an id that is stored is a `Conflict` (expected 0, found 1), and the loser's
+/// version stays 0.
 pub async fn insert_of_existing_id_conflicts<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -145,6 +149,9 @@ where
     );
 }
 
+/// Of two writers holding the same version the second is a `Conflict` and writes nothing (its
+/// emit is not in the outbox, its version not bumped); an update of an id never stored is a
+/// `Conflict` with `found` None, and creates nothing.
 pub async fn stale_update_conflicts<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -191,6 +198,9 @@ where
     assert!(ok(store.load(&ghost).await, "load ghost").is_none());
 }
 
+/// One commit writes every part: outbox entries in emit order with increasing seqs (targets,
+/// untargeted ones and event data kept), spawn intents with their parent, the dedupe mark,
+/// timers (due soonest first) and the trace step at index 0.
 pub async fn commit_writes_every_part<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -278,6 +288,8 @@ where
     );
 }
 
+/// Two writers committing from the same version: exactly one wins, and only the winner's
+/// context, emit, spawn, timer, dedupe mark and trace step are stored.
 pub async fn racing_writers_exactly_one_wins<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -349,6 +361,8 @@ where
     assert_eq!(trace[0]["who"], json!(winner));
 }
 
+/// `ack_outbox` and `ack_spawn` remove the one entry named, leave the rest in order, and are
+/// no-ops when repeated.
 pub async fn acks_remove_exactly_one<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -400,6 +414,9 @@ where
     );
 }
 
+/// Timers: due when `fire_at <= now`, soonest first; re-armed and cancelled by later commits;
+/// `armed_timers` returns one execution's own; `delete_timer` with a stale `fire_at` leaves a
+/// re-armed timer alone, and deleting an absent timer is a no-op.
 pub async fn timers_schedule_cancel_and_guarded_delete<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -497,6 +514,8 @@ async fn list_all<S: ExecutionStore>(
     panic!("listing did not end")
 }
 
+/// `load_for_event` returns the execution (None when absent) and whether that event's dedupe
+/// mark is written, for that event only.
 pub async fn load_for_event_reports_the_dedupe_mark<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -610,6 +629,8 @@ where
     assert_eq!(e.version, 3);
 }
 
+/// `list_executions` pages cover every execution once (at most `limit` each, no cursor after
+/// the last), and the machine, status and roots-only filters select what they name.
 pub async fn list_filters_and_pages<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -829,6 +850,8 @@ where
     }
 }
 
+/// A cursor the store did not hand out is refused with an `Other` error that says "cursor",
+/// rather than restarting the listing.
 pub async fn list_rejects_a_foreign_cursor<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -848,6 +871,8 @@ where
     }
 }
 
+/// The trace is a ring of `trace_max` steps: the last ones are kept, their indexes contiguous
+/// across untraced commits; an unknown execution's trace is empty.
 pub async fn trace_ring_keeps_the_last_n<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -888,6 +913,8 @@ where
     assert!(ok(store.read_trace("nobody").await, "empty").is_empty());
 }
 
+/// `append_trace` numbers steps on from the last (or takes the `index` given), and a later
+/// commit's trace step continues after them.
 pub async fn append_trace_uses_the_given_index<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -925,6 +952,7 @@ where
     assert_eq!(idx, vec![json!(0), json!(1), json!(10), json!(11)]);
 }
 
+/// `ids_with_prefix` returns every stored id under the prefix and nothing else.
 pub async fn ids_with_prefix_finds_a_tree<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -994,6 +1022,10 @@ where
     assert!(ok(store.descendant_ids("no-such-root").await, "absent").is_empty());
 }
 
+/// `purge` at a moved-on version touches nothing; at the stored version it removes the
+/// execution with its dedupe marks, trace, timers, outbox and spawn entries, and nothing of
+/// another execution. A stale copy cannot bring it back, a fresh insert may reuse the id, and
+/// purging an absent id is `false`.
 pub async fn purge_removes_a_tree_node<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -1075,6 +1107,8 @@ where
     );
 }
 
+/// `save` is a version-checked commit with nothing else: it bumps the version, and a stale
+/// save is a `Conflict`.
 pub async fn save_is_a_bare_commit<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -1099,6 +1133,8 @@ where
     }
 }
 
+/// A timer's `fire_at` comes back bit for bit (fractions, 0.1 + 0.2, 1e16, 1e-7), so a guarded
+/// delete with the armed value matches.
 pub async fn floats_round_trip_exactly<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -1141,6 +1177,8 @@ where
     );
 }
 
+/// A commit's timer ops apply in order: cancel then re-arm (a self-transition on a timed state)
+/// leaves the new timer armed, arm then cancel leaves none.
 pub async fn a_timer_cancelled_and_rearmed_in_one_commit_stays_armed<S, F, Fut>(make: F)
 where
     S: ExecutionStore,
@@ -1239,6 +1277,8 @@ where
     );
 }
 
+/// A machine version is kept by its first put (a second put is `false` and changes nothing),
+/// and `commit_keeping` stores the version with the execution pinned to it.
 pub async fn machine_versions_are_kept_once_and_pins_round_trip<S, F, Fut>(make: F)
 where
     S: ExecutionStore,

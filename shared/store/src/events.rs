@@ -24,7 +24,9 @@ pub const DEFAULT_SOURCE: &str = "harel";
 /// A domain event a step asks for (`harel.lib.publish`): its `detail-type` and `detail`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DomainEvent {
+    /// The event's `detail-type`, as the step named it (the consumer's rules match on it).
     pub detail_type: String,
+    /// The event's `detail`, the JSON object the step gave.
     pub detail: Object,
 }
 
@@ -34,16 +36,23 @@ pub struct DomainEvent {
 pub struct BusEvent {
     /// Unique per event; also in `detail.event_id`, for consumers to dedupe.
     pub event_id: String,
+    /// The `source` ([`EventsConfig::source`] at the commit).
     pub source: String,
+    /// The `detail-type`: [`STATUS_CHANGE`], or a domain event's own.
     pub detail_type: String,
+    /// The `detail` as it will be put (a domain event's with `execution_id`, `event_id` and
+    /// `sequence` added).
     pub detail: Object,
     /// Epoch seconds of the commit.
     pub time: f64,
+    /// The execution whose commit wrote it.
     pub execution_id: String,
     /// The execution's version its commit wrote, and the event's place in that commit: the
     /// order of one execution's events.
     #[serde(default)]
     pub sequence: u64,
+    /// Its place in its commit: 0 is the status change (when one is written), the domain events
+    /// follow from 1.
     #[serde(default)]
     pub index: usize,
     /// Failed attempts to put it so far (the publisher dead-letters it past its limit).

@@ -17,6 +17,8 @@ use crate::{
 
 /// What runs in place of `inner.commit` (it calls `inner.commit` itself, or not).
 pub trait CommitHook<S: ExecutionStore + ?Sized>: Send + Sync {
+    /// Commit `exe` and `commit` in place of `inner.commit`, keeping that method's promise to the
+    /// caller (atomic, version-checked, the version bumped only on success).
     fn commit(
         &self,
         inner: &S,
@@ -27,11 +29,14 @@ pub trait CommitHook<S: ExecutionStore + ?Sized>: Send + Sync {
 
 /// The store behind `inner` with `hook` around its commits.
 pub struct Hooked<P, H> {
+    /// The store (a pointer to it) every operation but `commit` is forwarded to.
     pub inner: P,
+    /// What runs in place of the store's `commit`.
     pub hook: H,
 }
 
 impl<P, H> Hooked<P, H> {
+    /// The store `inner` with `hook` around its commits.
     pub fn new(inner: P, hook: H) -> Self {
         Hooked { inner, hook }
     }

@@ -34,9 +34,12 @@ pub const DEFAULT_TRACE_MAX: usize = 200;
 /// A deferred event awaiting delivery.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutboxEntry {
+    /// Its place in the store's outbox counter: unique, increasing in commit order; what
+    /// [`Outbox::ack_outbox`] takes (and the queue's dedupe key).
     pub seq: u64,
     /// The execution to deliver to (None: no target).
     pub target_id: Option<SmolStr>,
+    /// The event, as the step emitted it.
     pub event: Event,
 }
 
@@ -44,18 +47,27 @@ pub struct OutboxEntry {
 /// the parent's step; the relay creates the child idempotently afterwards.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpawnEntry {
+    /// Its place in the store's spawn counter: unique, increasing in commit order; what
+    /// [`Outbox::ack_spawn`] takes.
     pub seq: u64,
+    /// The execution whose step asked for the child.
     pub parent_id: SmolStr,
+    /// The child's execution id, deterministic so a repeated create finds it (see [`Spawn::child_id`]).
     pub child_id: SmolStr,
+    /// The region node the child runs from; "" for a submachine (see [`Spawn::root_path`]).
     pub root_path: SmolStr,
+    /// The context the child starts with.
     pub context: Object,
 }
 
 /// A timer that is due: (execution_id, path, fire_at).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DueTimer {
+    /// The execution the timer belongs to.
     pub execution_id: String,
+    /// The state path it was armed for (or the engine's `@ttl`), one timer per (execution, path).
     pub path: String,
+    /// When it fires, Unix seconds; also the guard [`Timers::delete_timer`] checks.
     pub fire_at: f64,
 }
 
@@ -66,7 +78,10 @@ pub struct Commit {
     pub emits: Vec<(Option<SmolStr>, Event)>,
     /// The event this step processed: recorded as a dedupe mark.
     pub processed_event_id: Option<SmolStr>,
+    /// Timers armed and disarmed by the step, applied in order (a cancel then a re-arm of one
+    /// path leaves it armed).
     pub timers: Vec<TimerOp>,
+    /// Children the step asks for, stored as [`SpawnEntry`]s for the relay to create.
     pub spawns: Vec<Spawn>,
     /// One trace step (opt-in timeline), appended to the execution's ring.
     pub trace: Option<Object>,
@@ -97,9 +112,11 @@ pub struct DefinitionDoc {
 pub struct ListQuery {
     /// Any of these statuses (None: all).
     pub status: Option<Vec<Status>>,
+    /// Only executions of this machine (None: every machine).
     pub definition_id: Option<String>,
     /// Only executions without a parent.
     pub roots_only: bool,
+    /// The most executions in one page (100 by default).
     pub limit: usize,
     /// The opaque `next_cursor` of the previous page.
     pub cursor: Option<String>,
@@ -122,15 +139,25 @@ impl Default for ListQuery {
     }
 }
 
+/// Why a store operation failed. [`Conflict`](Self::Conflict) and
+/// [`AlreadyProcessed`](Self::AlreadyProcessed) are verdicts on a commit (nothing was
+/// written); [`Retryable`](Self::Retryable) is a transient failure worth trying again as is.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The optimistic-concurrency check failed: another writer moved the execution on.
     #[error("stale write to {execution_id}: expected version {expected}, found {}", found.map_or("None".to_string(), |v| v.to_string()))]
     Conflict {
+        /// The execution the commit was for.
         execution_id: String,
+        /// The version the writer read (0: it meant to insert).
         expected: u64,
+        /// The version stored now (None: no row, e.g. it was purged).
         found: Option<u64>,
     },
+    /// The execution (its id given) is already stored and cannot be created again. The stores in
+    /// this crate and `harel-dynamodb` report an insert that meets a stored row as a
+    /// [`Conflict`](Self::Conflict) with `expected` 0 instead; a caller creating an execution
+    /// accepts either.
     #[error("execution {0:?} already exists")]
     AlreadyExists(String),
     /// The commit carried the dedupe mark of an event this execution has already processed
@@ -138,7 +165,9 @@ pub enum StoreError {
     /// written, and the event must be acknowledged, not applied again.
     #[error("execution {execution_id:?} already processed event {event_id:?}: nothing written")]
     AlreadyProcessed {
+        /// The execution the commit was for.
         execution_id: String,
+        /// The event it already processed.
         event_id: String,
     },
     /// A write that cannot fit the backend's limits (item or transaction size, item count);
@@ -148,6 +177,7 @@ pub enum StoreError {
     /// A transient failure (throttling, a transaction conflict, a timeout): retry later.
     #[error("retryable store error: {message}")]
     Retryable {
+        /// What failed, for the logs.
         message: String,
         /// The backend's own error, when there is one.
         #[source]
@@ -156,8 +186,11 @@ pub enum StoreError {
     /// Stored data that cannot be read back (corrupt JSON, a missing attribute).
     #[error("corrupt store data: {0}")]
     Corrupt(String),
+    /// Any other failure: a rejected request, a refused cursor, a backend error that retrying
+    /// will not fix.
     #[error("store error: {message}")]
     Other {
+        /// What failed, for the logs.
         message: String,
         /// The backend's own error, when there is one.
         #[source]
@@ -194,6 +227,8 @@ impl StoreError {
         self
     }
 
+    /// Whether it is a [`Conflict`](Self::Conflict): another writer moved the execution on (or
+    /// created it first), so what the caller read is stale.
     pub fn is_conflict(&self) -> bool {
         matches!(self, StoreError::Conflict { .. })
     }
@@ -204,6 +239,7 @@ impl StoreError {
     }
 }
 
+/// What every store operation returns.
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// harel's store protocol (`ExecutionStore` in harel), as narrow capabilities: a function
@@ -216,6 +252,7 @@ impl<S> ExecutionStore for S where S: Executions + Definitions + Outbox + Timers
 
 /// Reading and writing executions: the step's atomic commit and the worker's hot path.
 pub trait Executions: Send + Sync {
+    /// The execution `execution_id` as last committed (None: never created, or purged).
     fn load(
         &self,
         execution_id: &str,
@@ -247,17 +284,23 @@ pub trait Executions: Send + Sync {
         commit: Commit,
     ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send;
 
+    /// Whether `execution_id` already committed a step for `event_id` (its dedupe mark).
     fn is_processed(
         &self,
         execution_id: &str,
         event_id: &str,
     ) -> impl Future<Output = StoreResult<bool>> + Send;
 
+    /// One page of execution summaries matching `query`, newest first; its `next_cursor` (None
+    /// on the last page) goes in the next query's `cursor`. A cursor that is not one of this
+    /// listing's is refused.
     fn list_executions(
         &self,
         query: &ListQuery,
     ) -> impl Future<Output = StoreResult<ExecutionPage>> + Send;
 
+    /// The host is done with the store: a backend holding something to release does it here.
+    /// A no-op by default, and for every backend in this workspace.
     fn close(&self) -> impl Future<Output = ()> + Send {
         async {}
     }
@@ -316,6 +359,7 @@ pub trait Outbox: Send + Sync {
     /// Undelivered outbox entries, oldest first.
     fn pending_outbox(&self) -> impl Future<Output = StoreResult<Vec<OutboxEntry>>> + Send;
 
+    /// The entry `seq` was delivered: remove it (acking an absent one is a no-op).
     fn ack_outbox(&self, seq: u64) -> impl Future<Output = StoreResult<()>> + Send;
 
     /// Events for the bus not yet put ([`events`]), oldest first. A store that writes none
@@ -345,6 +389,7 @@ pub trait Outbox: Send + Sync {
     /// Undelivered spawn intents, oldest first.
     fn pending_spawns(&self) -> impl Future<Output = StoreResult<Vec<SpawnEntry>>> + Send;
 
+    /// The spawn `seq`'s child was created: remove the intent (acking an absent one is a no-op).
     fn ack_spawn(&self, seq: u64) -> impl Future<Output = StoreResult<()>> + Send;
 }
 

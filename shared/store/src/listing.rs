@@ -48,6 +48,8 @@ pub enum Cursor {
 }
 
 impl Cursor {
+    /// The cursor as a page's opaque `next_cursor` (URL-safe base64 of a versioned JSON); read
+    /// back by [`Cursor::decode`].
     pub fn encode(&self) -> String {
         let body = match self {
             Cursor::After(sk) => json!({"v": CURSOR_VERSION, "after": sk}),

@@ -42,10 +42,13 @@ impl Default for MemoryStore {
 }
 
 impl MemoryStore {
+    /// An empty store keeping the last [`DEFAULT_TRACE_MAX`] trace steps per execution and
+    /// writing no bus events.
     pub fn new() -> Self {
         Self::with_trace_max(DEFAULT_TRACE_MAX)
     }
 
+    /// An empty store keeping the last `trace_max` trace steps per execution.
     pub fn with_trace_max(trace_max: usize) -> Self {
         MemoryStore {
             inner: Mutex::new(Inner {
