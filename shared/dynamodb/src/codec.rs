@@ -13,23 +13,36 @@ use harel_model::pyrepr::py_float_repr;
 /// An item or key in DynamoDB's typed form.
 pub type Item = HashMap<String, AttributeValue>;
 
+/// An attribute that does not read as the store expects: the item was not written by harel's store,
+/// or was damaged.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum CodecError {
+    /// The item has no attribute of this name.
     #[error("item has no attribute {0:?}")]
     Missing(&'static str),
+    /// The attribute (first) is of another type than the one named (second: `S`, `N`, ...).
     #[error("attribute {0:?} has the wrong type (expected {1})")]
     WrongType(&'static str, &'static str),
+    /// A number attribute whose text is not a number of the expected kind (an integer where one is
+    /// needed).
     #[error("attribute {name:?} is not a valid number: {text:?}")]
-    BadNumber { name: &'static str, text: String },
+    BadNumber {
+        /// The attribute's name.
+        name: &'static str,
+        /// The number's text, as stored.
+        text: String,
+    },
     /// DynamoDB has no NaN or infinity; boto3 refuses them too.
     #[error("{0} cannot be stored in DynamoDB (no NaN or infinity)")]
     NotFinite(f64),
 }
 
+/// A string attribute (`S`), as boto3 writes a `str`.
 pub fn s(text: impl Into<String>) -> AttributeValue {
     AttributeValue::S(text.into())
 }
 
+/// An integer number attribute (`N`), its decimal text as boto3 writes an `int`.
 pub fn n_int(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
@@ -102,6 +115,7 @@ fn decimal_to_sci_string(digits: &str, exp: i64) -> String {
     format!("{intpart}{fracpart}{exp_part}")
 }
 
+/// A required string attribute; `Missing` or `WrongType` (NULL included) otherwise.
 pub fn get_s<'a>(item: &'a Item, name: &'static str) -> Result<&'a str, CodecError> {
     match item.get(name) {
         Some(AttributeValue::S(v)) => Ok(v),
@@ -145,6 +159,7 @@ fn parse_u64(text: &str) -> Option<u64> {
     (f.fract() == 0.0 && f >= 0.0 && f < u64::MAX as f64).then_some(f as u64)
 }
 
+/// A number attribute as a float (`float(Decimal)` in harel), e.g. a timer's `fire_at`.
 pub fn get_f64(item: &Item, name: &'static str) -> Result<f64, CodecError> {
     let text = get_n(item, name)?;
     text.parse().map_err(|_| CodecError::BadNumber {

@@ -28,7 +28,9 @@ use crate::tables::{Tables, LIST_MPK, LIST_PK, LIST_SK, PARENT, RETAIN_UNTIL};
 
 /// DynamoDB's limits on one transaction and one item.
 pub const MAX_TRANSACTION_ITEMS: usize = 100;
+/// DynamoDB's limit on a transaction's total size, in bytes (4 MB).
 pub const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
+/// DynamoDB's limit on one item's size, in bytes (400 KB); a bigger Execution fails its commit.
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 
 /// The top-level attribute on the Execution item holding the highest trace `idx` written,
@@ -38,6 +40,8 @@ pub const TRACE_IDX_ATTR: &str = "trace_idx";
 
 /// One commit attempt, laid out.
 pub struct Plan {
+    /// The TransactWriteItems entries: the Execution's conditional Put (the CAS) first, then the
+    /// commit's other writes.
     pub items: Vec<TransactWriteItem>,
     /// Outbox seqs in `emits` order.
     pub outbox_seqs: Vec<u64>,
@@ -79,14 +83,22 @@ impl Plan {
 
 /// What the commit needs decided before laying out items.
 pub struct Inputs<'a> {
+    /// The table names to write to.
     pub tables: &'a Tables,
+    /// The execution as loaded: its `version` is the one the CAS expects stored (0: not stored
+    /// yet).
     pub exe: &'a Execution,
+    /// What the step wrote: the new state, emits, spawns, timer operations, trace, processed mark.
     pub commit: &'a Commit,
+    /// The seq of the commit's first outbox entry; the others follow it, one each.
     pub outbox_base: u64,
+    /// The seq of the commit's first spawn entry; the others follow it, one each.
     pub spawn_base: u64,
     /// The highest trace idx stored for this execution: `Some(None)` = none stored,
     /// `None` = unknown (nothing to carry on the item).
     pub known_trace_max: Option<Option<u64>>,
+    /// The trace ring size (0: unbounded): a commit writing trace row `idx` deletes row
+    /// `idx - trace_max` in the same transaction.
     pub trace_max: usize,
     /// Shards of the timers' `by_due` index (every timer Put carries its shard).
     pub due_shards: u32,
@@ -535,6 +547,7 @@ fn last_op_per_path(ops: &[TimerOp]) -> Vec<&TimerOp> {
 
 /// How a sent transaction ended.
 pub enum Outcome {
+    /// Every write applied.
     Committed,
     /// The CAS failed: `found` is the stored version when the reasons carried it (ALL_OLD),
     /// `None` inside means "absent", and an outer `None` means "read it back".
@@ -546,9 +559,13 @@ pub enum Outcome {
     SeqCollision,
     /// The trace Put met an existing idx: re-read the max and retry.
     TraceCollision,
+    /// Any other failure, classified retryable or not (a throttled or unreachable DynamoDB, a
+    /// missing table, a refused request).
     Failed(StoreError),
 }
 
+/// Reads a `TransactWriteItems` result against the plan that was sent: which condition failed
+/// decides the outcome, the cancellation reasons' positions pointing into `plan.items`.
 pub fn send_outcome(
     plan: &Plan,
     result: Result<(), aws_sdk_dynamodb::error::SdkError<TransactWriteItemsError>>,

@@ -65,6 +65,8 @@ where
     classified.with_source(err)
 }
 
+/// A stored item of `table` that does not decode: `StoreError::Corrupt`, naming the table and the
+/// attribute.
 pub fn corrupt(table: &str, err: CodecError) -> StoreError {
     StoreError::Corrupt(format!("{table}: {err}"))
 }

@@ -50,14 +50,20 @@ const COLLISION_ATTEMPTS: usize = 4;
 /// Bound on the per-process trace-idx memory (one entry per execution recently written).
 const TRACE_CACHE_MAX: usize = 10_000;
 
+/// Why [`DynamoDbStore::create`] gave no store.
 #[derive(Debug, thiserror::Error)]
 pub enum DynamoDbStoreError {
+    /// The prefix is not a valid table prefix.
     #[error(transparent)]
     Tables(#[from] TablesError),
+    /// Creating the tables failed on every attempt (the endpoint is down, or refuses the requests).
     #[error("DynamoDB at {endpoint} did not answer after {attempts} attempts: {last}")]
     Unreachable {
+        /// The endpoint given, or `"the configured endpoint"` when none was.
         endpoint: String,
+        /// How many times the tables were tried.
         attempts: usize,
+        /// The last attempt's error.
         last: String,
     },
 }
@@ -144,6 +150,8 @@ impl DynamoDbStore {
         Ok(self)
     }
 
+    /// Shards of the timers' `by_due` index this store writes and reads (see
+    /// [`with_due_shards`](Self::with_due_shards)).
     pub fn due_shards(&self) -> u32 {
         self.due_shards
     }
@@ -155,7 +163,8 @@ impl DynamoDbStore {
     }
 
     /// Eventually consistent reads halve the read capacity of `load` and `load_for_event`
-    /// (harel's choice; `is_processed` is always eventually consistent) at the price of needless conflicts after a stale read
+    /// (harel's choice; `is_processed` is always eventually consistent) at the price of needless
+    /// conflicts after a stale read
     /// (and the record's redelivery). A read that sees part of a transaction (a fresh
     /// Execution next to a missing dedupe mark) cannot apply an event twice: the commit's
     /// conditional mark refuses it.
@@ -164,15 +173,19 @@ impl DynamoDbStore {
         self
     }
 
+    /// How commits number outbox and spawn entries: by the clock (default, no request) or harel's
+    /// counters table (one request per commit that emits or spawns).
     pub fn with_seq_allocation(mut self, allocation: SeqAllocation) -> Self {
         self.seq_allocation = allocation;
         self
     }
 
+    /// The names of the tables, under the store's prefix.
     pub fn tables(&self) -> &Tables {
         &self.tables
     }
 
+    /// The SDK client the store's requests go through.
     pub fn client(&self) -> &Client {
         &self.client
     }

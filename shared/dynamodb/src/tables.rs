@@ -22,11 +22,15 @@ pub const BY_STATUS: &str = "by_status";
 pub const BY_MACHINE_STATUS: &str = "by_machine_status";
 /// The index attributes the store writes on every executions item (see `commit`).
 pub const LIST_PK: &str = "list_pk";
+/// The partition attribute of [`BY_MACHINE_STATUS`]: the definition id and the status.
 pub const LIST_MPK: &str = "list_mpk";
+/// The sort attribute of both listing indexes: creation time in microseconds, then the id
+/// (`harel_store::listing::sort_key`).
 pub const LIST_SK: &str = "list_sk";
 /// The children of an execution (sparse: only children carry `PARENT`), for `purge` to walk
 /// a tree without a Scan.
 pub const BY_PARENT: &str = "by_parent";
+/// The partition attribute of [`BY_PARENT`]: the parent execution's id, on child executions only.
 pub const PARENT: &str = "parent_pk";
 /// The TTL attribute (epoch seconds) of the executions, processed and trace tables. Not
 /// `expires_at`: that is harel's own field inside the Execution JSON.
@@ -37,21 +41,38 @@ const TTL_TABLES: [&str; 3] = ["executions", "processed", "trace"];
 /// backfills it from the table first, and takes one index change at a time).
 const INDEX_WAIT: Duration = Duration::from_secs(30 * 60);
 
+/// Why the tables cannot be named or created.
 #[derive(Debug, thiserror::Error)]
 pub enum TablesError {
     /// harel's `Names` rule, so a prefix valid here is valid for harel Python too.
     #[error("prefix must be an identifier (a letter or _, then letters, digits or _; at most 30 characters), got {0:?}")]
     BadPrefix(String),
+    /// CreateTable failed with something other than "already exists".
     #[error("creating table {table}: {message}")]
-    Create { table: String, message: String },
-    #[error("adding index {index} to table {table}: {message}")]
-    Index {
+    Create {
+        /// The full table name.
         table: String,
-        index: String,
+        /// The service's error.
         message: String,
     },
+    /// Adding a missing index to an existing table failed or did not become ACTIVE in time.
+    #[error("adding index {index} to table {table}: {message}")]
+    Index {
+        /// The full table name.
+        table: String,
+        /// The index's name.
+        index: String,
+        /// The service's error, or how long it waited.
+        message: String,
+    },
+    /// Turning the `retain_until` TTL on failed.
     #[error("enabling the {RETAIN_UNTIL} TTL on table {table}: {message}")]
-    Ttl { table: String, message: String },
+    Ttl {
+        /// The full table name.
+        table: String,
+        /// The service's error.
+        message: String,
+    },
 }
 
 fn key(attr: &str, role: KeyType) -> KeySchemaElement {
@@ -83,8 +104,11 @@ fn keys_only() -> Projection {
 pub struct IndexSpec {
     /// The table's suffix (`executions`, `timers`).
     pub table: &'static str,
+    /// The index's name.
     pub name: &'static str,
+    /// The partition key attribute and its type.
     pub partition: (&'static str, ScalarAttributeType),
+    /// The sort key attribute and its type, when the index has one.
     pub sort: Option<(&'static str, ScalarAttributeType)>,
 }
 
@@ -179,6 +203,8 @@ const SPECS: [(&str, &[(&str, ScalarAttributeType)]); 9] = [
 ];
 
 impl Tables {
+    /// The table names under `prefix`; `BadPrefix` unless it is an identifier of at most 30
+    /// characters (harel's rule).
     pub fn new(prefix: &str) -> Result<Self, TablesError> {
         let mut chars = prefix.chars();
         let first_ok = chars
@@ -193,6 +219,7 @@ impl Tables {
         })
     }
 
+    /// The prefix every table name starts with (then `_` and the table's suffix).
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
@@ -201,27 +228,38 @@ impl Tables {
         format!("{}_{suffix}", self.prefix)
     }
 
+    /// `<prefix>_executions`: one item per execution (key `id`), its JSON in `data`, its `version`
+    /// for the CAS.
     pub fn executions(&self) -> String {
         self.name("executions")
     }
+    /// `<prefix>_outbox`: the events commits emitted, awaiting the relay (key `seq`).
     pub fn outbox(&self) -> String {
         self.name("outbox")
     }
+    /// `<prefix>_spawns`: the child executions commits asked for, awaiting the relay (key `seq`).
     pub fn spawns(&self) -> String {
         self.name("spawns")
     }
+    /// `<prefix>_timers`: armed timers (keys `execution_id`, `path`), with their `fire_at`.
     pub fn timers(&self) -> String {
         self.name("timers")
     }
+    /// `<prefix>_processed`: the dedupe marks of events already applied (keys `execution_id`,
+    /// `event_id`).
     pub fn processed(&self) -> String {
         self.name("processed")
     }
+    /// `<prefix>_counters`: harel's named seq counters (key `id`: `outbox`, `spawn`), used with
+    /// `SeqAllocation::Counter`.
     pub fn counters(&self) -> String {
         self.name("counters")
     }
+    /// `<prefix>_trace`: the trace ring's rows (keys `execution_id`, `idx`).
     pub fn trace(&self) -> String {
         self.name("trace")
     }
+    /// `<prefix>_definitions`: the registered machine definitions (key `version`).
     pub fn definitions(&self) -> String {
         self.name("definitions")
     }

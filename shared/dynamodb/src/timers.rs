@@ -49,6 +49,7 @@ pub fn due_timer_of(table: &str, item: &Item) -> StoreResult<DueTimer> {
     })
 }
 
+/// The shard count if it is 1..=100, else the error a misconfigured store reports.
 pub fn check_shards(shards: u32) -> Result<u32, StoreError> {
     if (1..=MAX_DUE_SHARDS).contains(&shards) {
         Ok(shards)
