@@ -68,21 +68,27 @@ pub enum ErrorKind {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct LangError(Box<ErrorData>);
 
+/// What a [`LangError`] holds; `Display` renders it as the module doc shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ErrorData {
+    /// What kind of problem it is.
     pub kind: ErrorKind,
     /// The file (or other origin) the text came from.
     pub origin: String,
+    /// The problem, in harel's words where harel reports it.
     pub message: String,
+    /// Where in `origin` it is; None for a problem with the file as a whole.
     pub pos: Option<Pos>,
     /// The offending source line, when the position is known.
     pub source_line: Option<String>,
     /// What the grammar would have accepted at `pos` (syntax errors).
     pub expected: Option<String>,
+    /// A suggested fix, rendered as a last `hint:` line.
     pub hint: Option<String>,
 }
 
 impl LangError {
+    /// An error with no position in the text (it renders as `origin: message`).
     pub fn new(kind: ErrorKind, origin: &str, message: impl Into<String>) -> Self {
         LangError(Box::new(ErrorData {
             kind,
@@ -116,11 +122,13 @@ impl LangError {
         err
     }
 
+    /// This error with `hint` as its hint (None removes one).
     pub fn with_hint(mut self, hint: Option<String>) -> Self {
         self.0.hint = hint;
         self
     }
 
+    /// This error with `expected` as what the grammar would have accepted (None removes it).
     pub fn with_expected(mut self, expected: Option<String>) -> Self {
         self.0.expected = expected;
         self

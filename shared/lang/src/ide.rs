@@ -33,13 +33,19 @@ use crate::validate::{validate, Severity};
 /// One finding for the editor, spanning (line, column) to (end_line, end_column).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// The 1-based line it starts on.
     pub line: usize,
+    /// The 1-based character column it starts at.
     pub column: usize,
+    /// The 1-based line it ends on (the start line: a diagnostic spans to its line's end).
     pub end_line: usize,
+    /// The 1-based character column it ends before (exclusive).
     pub end_column: usize,
+    /// Error or warning, as `harel validate` grades it.
     pub severity: Severity,
     /// The validation code (`unreachable`, ...); `None` for a parse or load error.
     pub code: Option<&'static str>,
+    /// The text shown, in harel's words.
     pub message: String,
 }
 
@@ -156,9 +162,13 @@ pub fn analyze(text: &str, path: Option<&Path>) -> Vec<Diagnostic> {
 /// What a declaration is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SymbolKind {
+    /// A state (`state NAME`), of any kind.
     State,
+    /// `event NAME { ... }`.
     Event,
+    /// `guard NAME = ...`.
     Guard,
+    /// `fragment NAME { ... }`.
     Fragment,
     /// A machine, as an `invoke` names it.
     Machine,
@@ -172,18 +182,28 @@ pub enum SymbolKind {
 /// the open document; set for what an `import` brought in).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Symbol {
+    /// The name as declared (a state's own name, not its full path).
     pub name: String,
+    /// What it declares.
     pub kind: SymbolKind,
+    /// The 1-based line of the name.
     pub line: usize,
+    /// The 1-based character column of the name.
     pub column: usize,
+    /// Markdown for hover and completion: its kind, and what it holds (an event's fields, a
+    /// state's children and hooks, a binding's implementation...).
     pub detail: String,
+    /// The file it is declared in, for a declaration an `import` brought in; None: the open
+    /// document.
     pub file: Option<PathBuf>,
 }
 
 /// A machine of the document, built, with its states' symbols by full path.
 #[derive(Clone, Debug)]
 pub struct MachineIndex {
+    /// The built machine (validation and state lookups run on it).
     pub definition: Definition,
+    /// full_path -> the state's declaration.
     pub states: HashMap<String, Symbol>,
 }
 
@@ -192,13 +212,17 @@ pub struct MachineIndex {
 pub struct SymbolIndex {
     /// State name -> its declarations (a name repeats across scopes and machines).
     pub states: IndexMap<String, Vec<Symbol>>,
+    /// Event name -> its declaration.
     pub events: IndexMap<String, Symbol>,
+    /// Guard name -> its declaration.
     pub guards: IndexMap<String, Symbol>,
     /// Keyed as a `use` names them (`alias.Frag` for an aliased import's).
     pub fragments: IndexMap<String, Symbol>,
     /// Keyed as an `invoke` names them (`alias.Machine` for an aliased import's).
     pub machines: IndexMap<String, Symbol>,
+    /// Handler name -> its `bind` entry (or its first use, for a handler nothing binds).
     pub actions: IndexMap<String, Symbol>,
+    /// Context field name -> its declaration in a machine's `context { ... }` block.
     pub context_fields: IndexMap<String, Symbol>,
     /// The document's own machines, by name (those that load).
     pub built: IndexMap<String, MachineIndex>,
@@ -685,12 +709,16 @@ fn scan_context_fields(text: &str, idx: &mut SymbolIndex) {
 /// the keyword before it expects.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WordRef {
+    /// The identifier as written under the cursor (dots included: `ns.Name`).
     pub word: String,
     /// 0-based line.
     pub line: usize,
     /// 0-based character columns, `end` exclusive.
     pub start: usize,
+    /// 0-based character column just past the word.
     pub end: usize,
+    /// The kind of name the keyword before it expects (`to` a state, `on` an event, `use` a
+    /// fragment, ...); None when nothing before it says.
     pub kind: Option<SymbolKind>,
 }
 
@@ -897,7 +925,9 @@ pub fn resolve<'a>(idx: &'a SymbolIndex, text: &str, at: &WordRef) -> Option<&'a
 /// A declaration of the document, with those inside it, for an outline.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outline {
+    /// The declaration itself.
     pub symbol: Symbol,
+    /// What is declared inside it (a machine's states, a composite's children), in order.
     pub children: Vec<Outline>,
 }
 

@@ -39,7 +39,9 @@ pub struct LoadOptions {
 /// Everything a load produced, for tools that need more than the Definition.
 #[derive(Clone, Debug)]
 pub struct Loaded {
+    /// The built machine.
     pub definition: Definition,
+    /// The parsed file the machine came from (all its declarations, not only the machine's).
     pub program: Program,
     /// The machine's name (the selected one).
     pub name: String,
@@ -82,6 +84,8 @@ pub fn load_str(text: &str, name: Option<&str>, origin: &str) -> Result<Definiti
     load_str_with(text, name, origin, &LoadOptions::default()).map(|l| l.definition)
 }
 
+/// [`load_file`] with [`LoadOptions`], returning everything the load produced ([`Loaded`]):
+/// the Definition, and what tools need to point back at the source.
 pub fn load_file_with(
     path: &Path,
     name: Option<&str>,
@@ -129,6 +133,8 @@ fn read(path: &Path) -> Result<String, LangError> {
     })
 }
 
+/// [`load_str`] with [`LoadOptions`], returning everything the load produced ([`Loaded`]);
+/// imports resolve from the current directory (there is no file to be relative to).
 pub fn load_str_with(
     text: &str,
     name: Option<&str>,

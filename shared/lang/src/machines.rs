@@ -18,14 +18,25 @@ use crate::validate::{validate_or_raise, ValidationError};
 /// after it, so a chain printer (anyhow's `{:#}`) does not say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum MachinesError {
+    /// The path (or the directory's listing) could not be read.
     #[error("{path}: cannot read: {error}")]
-    Unreadable { path: String, error: std::io::Error },
+    Unreadable {
+        /// The file or directory, as given.
+        path: String,
+        /// Why the read failed.
+        error: std::io::Error,
+    },
+    /// A file does not parse or its machine does not build (located in its file).
     #[error(transparent)]
     Lang(#[from] LangError),
+    /// A machine builds but harel's static checks find errors in it.
     #[error("{file}: machine {name} is invalid: {issues}")]
     Invalid {
+        /// The `.stm` file the machine is declared in.
         file: String,
+        /// The machine's name.
         name: String,
+        /// Every issue the checks found: at least one an error, warnings too.
         issues: ValidationError,
     },
 }

@@ -19,9 +19,16 @@ use crate::position::Lines;
 use crate::syntax;
 use crate::unquote::unquote;
 
-#[derive(pest_derive::Parser)]
-#[grammar = "stm.pest"]
-pub(crate) struct StmParser;
+/// The generated parser, in a module of its own: pest_derive declares its `Rule` enum `pub`
+/// (undocumented), and the crate's modules are its only users.
+mod grammar {
+    /// The pest parser of `stm.pest`; its `Rule` enum names the grammar's rules.
+    #[derive(pest_derive::Parser)]
+    #[grammar = "stm.pest"]
+    pub(crate) struct StmParser;
+}
+
+pub(crate) use grammar::{Rule, StmParser};
 
 /// A config dict, as harel's parser builds it.
 pub type Object = Map<String, Value>;
@@ -29,16 +36,25 @@ pub type Object = Map<String, Value>;
 /// What a declaration is, for `Program::positions` (harel's `("event", name)` keys).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeclKind {
+    /// `event NAME { ... }`.
     Event,
+    /// `guard NAME = ...`.
     Guard,
+    /// `fragment NAME { ... }`, spliced into a machine by `use`.
     Fragment,
+    /// `machine NAME { ... }`.
     Machine,
 }
 
+/// An `import "PATH" (as NS)?` statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Import {
+    /// The path as written, relative to the importing file's directory.
     pub path: String,
+    /// The namespace the imported fragments and machines go under (`NS.Name`); None: their
+    /// bare names.
     pub alias: Option<String>,
+    /// Where the statement is, for an import that is not found or loops.
     pub pos: Pos,
 }
 
@@ -46,6 +62,7 @@ pub struct Import {
 /// declaration of the same name replaces the value but keeps the first one's place.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Program {
+    /// The `import` statements, in order.
     pub imports: Vec<Import>,
     /// handler name -> literal implementation path (`bind {}`).
     pub bindings: IndexMap<String, String>,
@@ -53,8 +70,13 @@ pub struct Program {
     pub guards: IndexMap<String, Object>,
     /// event name -> `{field: {"type", "required"}}`.
     pub events: IndexMap<String, Object>,
+    /// machine name -> its config dict (what harel's builder takes, actions and named guards
+    /// still marked, not resolved).
     pub machines: IndexMap<String, Object>,
+    /// fragment name -> its dict: the states and transitions `use` splices, and its
+    /// `__params__` when it declares parameters.
     pub fragments: IndexMap<String, Object>,
+    /// Where each declaration starts (its keyword), by kind and name.
     pub positions: IndexMap<(DeclKind, String), Pos>,
 }
 

@@ -17,10 +17,13 @@ use harel_model::{
     Definition, EventFilter, Expr, Node, NodeId, NodeKind, Predicate, Scope, Timeout, Transition,
 };
 
+/// How much an [`Issue`] matters (harel's `error` / `warning`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
     /// Blocks: the machine is not well-formed.
     Error,
+    /// The machine runs as written, but something is likely not what was meant (an unreachable
+    /// state, a timeout no transition handles).
     Warning,
 }
 
@@ -36,9 +39,13 @@ impl fmt::Display for Severity {
 /// One finding: `path` is the node's full_path ("" = the root).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issue {
+    /// harel's rule code (`unknown_event`, `cancel_target_not_terminal`, ...), stable for tools.
     pub code: &'static str,
+    /// Whether it blocks loading ([`validate_or_raise`] fails on an error).
     pub severity: Severity,
+    /// The full_path of the node it is about ("" for the root, shown as `<root>`).
     pub path: String,
+    /// What is wrong, in harel's words.
     pub message: String,
 }
 
@@ -60,6 +67,7 @@ impl fmt::Display for Issue {
 /// `validate_or_raise`'s error: the error-level issues, harel's text.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct ValidationError {
+    /// Every issue found, warnings included; its `Display` lists only the errors.
     pub issues: Vec<Issue>,
 }
 

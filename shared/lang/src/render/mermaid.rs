@@ -14,6 +14,7 @@ use super::{
 
 const INDENT: &str = "  ";
 
+/// The Mermaid `stateDiagram-v2` text harel's `viz/mermaid.py` prints for `defn`.
 pub fn render(defn: &Definition) -> Result<String, RenderError> {
     let mut out = vec!["stateDiagram-v2".to_string()];
     emit_body(defn, defn.root, 0, &mut out)?;

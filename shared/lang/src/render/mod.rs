@@ -18,10 +18,22 @@ pub mod svg;
 /// A machine a diagram cannot be drawn for (harel fails an assertion in these cases).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RenderError {
+    /// A selector's mapped (or default) target names no state seen from its transition.
     #[error("cannot draw the machine: selector target `{target}` does not resolve from `{scope}`")]
-    SelectorTarget { target: String, scope: String },
+    SelectorTarget {
+        /// The target name as the selector gives it.
+        target: String,
+        /// The full path of the composite the transition belongs to.
+        scope: String,
+    },
+    /// A composite's `start` names no child of it.
     #[error("cannot draw the machine: initial state `{start}` is not a child of `{scope}`")]
-    StartState { start: String, scope: String },
+    StartState {
+        /// The initial state's name as declared.
+        start: String,
+        /// The full path of the composite.
+        scope: String,
+    },
 }
 
 /// What a diagram format prints for the parts of the walk both formats share.

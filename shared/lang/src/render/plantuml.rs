@@ -13,6 +13,8 @@ use super::{
 const INDENT: &str = "  ";
 const HOOKS: [&str; 3] = ["on_enter", "on_activity", "on_exit"];
 
+/// The PlantUML state diagram harel's `viz/plantuml.py` prints for `defn` (the body, without
+/// `@startuml`/`@enduml`, as harel's).
 pub fn render(defn: &Definition) -> Result<String, RenderError> {
     Ok(emit(defn, defn.root, 0, "")?.join("\n"))
 }

@@ -15,7 +15,9 @@ use super::RenderError;
 /// A diagram format: the renderer and how a comment line starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Diagram {
+    /// [`super::plantuml`]: comments start with `'`.
     PlantUml,
+    /// [`super::mermaid`]: comments start with `%%`.
     Mermaid,
 }
 
