@@ -16,6 +16,8 @@ use crate::guard::Scopes;
 pub struct ExpressionError(pub String);
 
 impl ExpressionError {
+    /// The error's Python type name, carried as an `error` event's `type` and in a FAILED
+    /// execution's `error`.
     pub const TYPE_NAME: &'static str = "ExpressionError";
 }
 

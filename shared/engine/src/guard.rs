@@ -130,7 +130,9 @@ pub fn compare(op: Op, actual: &Value, expected: &Value) -> bool {
 /// The two namespaces a predicate leaf reads from.
 #[derive(Clone, Copy)]
 pub struct Scopes<'a> {
+    /// The triggering event's data (empty for an automatic transition).
     pub event: &'a Object,
+    /// The execution's context.
     pub context: &'a Object,
 }
 

@@ -39,13 +39,19 @@ pub use resolve::{has_cancel_handler, has_error_handler, is_active, is_valid_rep
 /// Which hook of a node an action runs as (harel's `Hook`), or a transition's selector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallKind {
+    /// The node's `on_enter`, run as the state is entered.
     Enter,
+    /// The node's `on_exit`, run as the state is left.
     Exit,
+    /// The node's `on_activity`, run for an event the active state neither takes nor defers.
     Activity,
+    /// A transition's selector, whose result picks the target.
     Selector,
 }
 
 impl CallKind {
+    /// harel's name for it (`on_enter`, `on_exit`, `on_activity`, `selector`), as error
+    /// messages and traces print it.
     pub fn as_str(self) -> &'static str {
         match self {
             CallKind::Enter => "on_enter",
@@ -61,10 +67,13 @@ impl CallKind {
 pub struct ActionCall<'a> {
     /// The node whose hook runs (for a selector: the active state).
     pub node: &'a Node,
+    /// Which hook (or the selector) this call runs as.
     pub kind: CallKind,
+    /// What to run: the implementation name and its bound inputs.
     pub action: &'a ActionRef,
     /// The triggering event (None on start and automatic transitions, as in harel).
     pub event: Option<&'a Event>,
+    /// The execution's live context: what the action writes stays (committed with the step).
     pub context: &'a mut Object,
 }
 
@@ -73,11 +82,15 @@ pub struct ActionCall<'a> {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{kind}: {message}")]
 pub struct ActionError {
+    /// The error's type name (`ValueError`, `TimeoutError`, ...), which `on error` guards
+    /// match as the event's `type`.
     pub kind: String,
+    /// The error's text (`str(exc)`).
     pub message: String,
 }
 
 impl ActionError {
+    /// An error of type `kind` saying `message`.
     pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
         ActionError {
             kind: kind.into(),
@@ -101,9 +114,14 @@ pub trait Host {
 /// The deferred effects of one step, in the order the engine produced them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepEffects {
-    /// `(target execution id, event)`.
+    /// `(target execution id, event)`: a `Cancel` to each child of a region left, a
+    /// `Finished` to the parent. The target is an `Option` as in the store's outbox rows;
+    /// the engine always names one.
     pub emits: Vec<(Option<SmolStr>, Event)>,
+    /// Timers armed (a state with a `timeout` entered, the `ttl` re-armed) and disarmed (a
+    /// timed state left), in order: a cancel then a re-arm of one path leaves it armed.
     pub timers: Vec<TimerOp>,
+    /// Children to create (regions forked, submachines invoked, fan-out instances).
     pub spawns: Vec<Spawn>,
     /// The context values `set` assignments wrote (the trace's `assigned`), in the order
     /// first written, each key with its last value (a dict's `update`). A small map: a step
@@ -117,8 +135,11 @@ pub enum EngineError {
     /// An action (or selector) failed: the driver routes it to `on error` or its policy.
     #[error("{} of {action} failed: {error}", .kind.as_str())]
     Action {
+        /// What the action raised.
         error: ActionError,
+        /// The hook (or selector) it ran as.
         kind: CallKind,
+        /// The action's implementation name.
         action: String,
     },
     /// A `set` expression could not be evaluated (raised before leaving any state).

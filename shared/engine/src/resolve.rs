@@ -11,13 +11,13 @@ use crate::EngineError;
 
 /// A transition found for the active configuration: (its scope composite, its index there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Found {
-    pub scope: NodeId,
-    pub index: usize,
+pub(crate) struct Found {
+    pub(crate) scope: NodeId,
+    pub(crate) index: usize,
 }
 
 impl Found {
-    pub fn transition<'d>(&self, defn: &'d Definition) -> &'d Transition {
+    pub(crate) fn transition<'d>(&self, defn: &'d Definition) -> &'d Transition {
         &defn.node(self.scope).transitions[self.index]
     }
 }
