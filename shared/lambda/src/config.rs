@@ -25,15 +25,22 @@ const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 3600);
 /// What made a value unreadable (a number that does not parse, a path that cannot be read).
 type Cause = Box<dyn std::error::Error + Send + Sync>;
 
+/// A setting the function cannot start with; the message names the environment variable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A required variable is unset or empty.
     #[error("{0} is not set")]
     Missing(&'static str),
+    /// A variable is set to a value that cannot be used.
     #[error("{name}={value:?} is invalid: {reason}")]
     Invalid {
+        /// The variable's name (`HAREL_...`).
         name: &'static str,
+        /// The value it holds.
         value: String,
+        /// What was expected instead.
         reason: String,
+        /// The parse or file-system error behind it, if any.
         #[source]
         source: Option<Cause>,
     },
@@ -42,16 +49,23 @@ pub enum ConfigError {
 /// Which function is reading its configuration: each needs a different part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// The SQS consumer: needs the dead-letter queue and the idempotency table.
     Worker,
+    /// The outbox relay: needs the events' dead-letter queue when a bus is set.
     Relay,
+    /// The timer sweeper (and scheduler), run on the schedule's tick or a worker's wake.
     Sweeper,
     /// The HTTP API: checks and enqueues, reads and controls; runs no machine step.
     Api,
 }
 
+/// Every function's settings, from the `HAREL_*` variables of `harel_stack` with their defaults
+/// ([`from_env`](Self::from_env)).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
+    /// The DynamoDB tables' prefix (`HAREL_TABLE_PREFIX`, required).
     pub table_prefix: String,
+    /// The FIFO queue every event goes through (`HAREL_QUEUE_URL`, required, a `.fifo` URL).
     pub queue_url: String,
     /// Required by the worker (malformed messages go there).
     pub dlq_url: Option<String>,
@@ -61,8 +75,12 @@ pub struct Config {
     pub suspend_recheck: Duration,
     /// The cap on a park's delay.
     pub suspend_recheck_max: Duration,
+    /// Message groups of one batch the worker handles at the same time (default 8).
     pub worker_concurrency: usize,
+    /// The longest a sweeper sleeps between two looks at the next due timer (default 1 s).
     pub sweep_interval: Duration,
+    /// How far ahead a sweeper invocation covers timers, and a worker wakes one for a timer due
+    /// sooner (default 60 s).
     pub sweep_window: Duration,
     /// The sweeper's compatibility Scan runs every this many minutes (0: never).
     pub compat_sweep_minutes: u64,
@@ -70,7 +88,11 @@ pub struct Config {
     pub timer_shards: u32,
     /// The worker wakes this function (None: no wakes; timers then fire on the ticks).
     pub sweeper_function: Option<String>,
+    /// The part of an invocation's remaining time the relay and sweeper leave unused, to finish
+    /// cleanly (default 3000 ms).
     pub time_reserve: Duration,
+    /// How long the worker's idempotency records live (Powertools' `expires_after_seconds`, default
+    /// one hour).
     pub idempotency_expiry: Duration,
     /// harel's opt-in execution timeline: every committed step writes one trace entry.
     pub trace: bool,
@@ -94,7 +116,10 @@ pub struct Config {
 /// Where the events go and which are written (see `harel_store::events`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventsSettings {
+    /// The EventBridge bus, a name or an ARN (`HAREL_EVENT_BUS`).
     pub bus: String,
+    /// Which events every writer records with its commits: the source, and the statuses and
+    /// machines kept (none listed: all).
     pub store: harel_store::EventsConfig,
     /// Required by the relay: events it cannot put go there.
     pub dlq_url: Option<String>,
@@ -150,6 +175,8 @@ fn events_settings<F: Fn(&str) -> Option<String>>(
 }
 
 impl Config {
+    /// Reads the process environment for `role`: a variable that is missing for that role, or
+    /// malformed for any, is the error.
     pub fn from_env(role: Role) -> Result<Self, ConfigError> {
         Self::from_lookup(role, |name| std::env::var(name).ok())
     }

@@ -19,24 +19,37 @@ const MAX_NAME: usize = 1024;
 const MAX_DIMENSION_NAME: usize = 255;
 const MAX_NAMESPACE: usize = 255;
 
+/// A rule of the embedded metric format a document or setting breaks: CloudWatch would drop the
+/// document silently.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum EmfError {
+    /// More metric definitions in one directive than EMF allows (the count).
     #[error("{0} metric definitions in one directive (EMF allows {MAX_METRICS})")]
     TooManyMetrics(usize),
+    /// More keys in one dimension set than EMF allows (the count).
     #[error("{0} dimensions in one dimension set (EMF allows {MAX_DIMENSIONS})")]
     TooManyDimensions(usize),
+    /// A name, namespace or dimension value that is empty, too long or otherwise refused.
     #[error("invalid {what} {name:?}: {reason}")]
     InvalidName {
+        /// What the text names: `"metric name"`, `"dimension name"`, `"dimension value"` or
+        /// `"namespace"`.
         what: &'static str,
+        /// The refused text.
         name: String,
+        /// Which rule it breaks.
         reason: &'static str,
     },
+    /// A metric (its name) with more values in one document than EMF allows (the count).
     #[error("metric {0}: {1} values in one document (EMF allows {MAX_VALUES})")]
     TooManyValues(String, usize),
+    /// A metric (its name) with a NaN or infinite value.
     #[error("metric {0}: a value that is not a finite number")]
     NotFinite(String),
+    /// A metric (its name) defined twice in one document.
     #[error("metric {0} is defined twice in one document")]
     Duplicate(String),
+    /// A dimension (its name) of a dimension set without a value in the document.
     #[error("dimension {0} has no value in the document")]
     MissingDimension(String),
 }

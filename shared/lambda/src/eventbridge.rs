@@ -20,6 +20,8 @@ pub struct EventBridgeBus {
 }
 
 impl EventBridgeBus {
+    /// Puts events on `bus` with `client`; an event it cannot put is sent with `sqs` to the
+    /// standard queue at `dlq_url`, with its reason.
     pub fn new(
         client: aws_sdk_eventbridge::Client,
         bus: impl Into<String>,

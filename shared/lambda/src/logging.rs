@@ -28,6 +28,8 @@ use tracing_subscriber::EnvFilter;
 pub const LAMBDA_LOG_LEVEL: &str = "AWS_LAMBDA_LOG_LEVEL";
 /// Set by Lambda from the function's `LoggingConfig.LogFormat` (`JSON` or `Text`).
 pub const LAMBDA_LOG_FORMAT: &str = "AWS_LAMBDA_LOG_FORMAT";
+/// harel's own level variable (`debug`, `info`, ...), for a function quieter or louder than
+/// Lambda's `ApplicationLogLevel`.
 pub const HAREL_LOG_LEVEL: &str = "HAREL_LOG_LEVEL";
 /// Powertools' own level variable: read when `HAREL_LOG_LEVEL` is not set.
 pub const POWERTOOLS_LOG_LEVEL: &str = "POWERTOOLS_LOG_LEVEL";
@@ -39,9 +41,13 @@ pub const DEFAULT_SERVICE: &str = "harel";
 /// Set by Lambda: the function's name, and `provisioned-concurrency` when an environment was
 /// initialised ahead of its first invocation (whose start is then not a cold one).
 pub const LAMBDA_FUNCTION_NAME: &str = "AWS_LAMBDA_FUNCTION_NAME";
+/// Set by Lambda: `provisioned-concurrency` when the environment was initialised ahead of its first
+/// invocation (then not a cold start).
 pub const LAMBDA_INITIALIZATION_TYPE: &str = "AWS_LAMBDA_INITIALIZATION_TYPE";
+/// tracing's filter directives, read when neither Lambda's nor harel's level is set.
 pub const RUST_LOG: &str = "RUST_LOG";
 
+/// How log lines are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// One flat JSON object per line (the default: what CloudWatch reads as structured).
@@ -55,12 +61,15 @@ pub enum Format {
 pub struct LogSettings {
     /// An `EnvFilter` directive (`info`, `debug`, `harel_lambda=debug,info`, ...).
     pub filter: String,
+    /// JSON (the default) or text, from `AWS_LAMBDA_LOG_FORMAT`.
     pub format: Format,
     /// Every JSON line's `service`.
     pub service: String,
 }
 
 impl LogSettings {
+    /// Reads the process environment (see [`from_lookup`](Self::from_lookup) for which variable
+    /// wins).
     pub fn from_env() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
@@ -168,8 +177,11 @@ pub struct Invocation {
     pub function: String,
     /// Lambda's function name (`AWS_LAMBDA_FUNCTION_NAME`; the stack's generated name).
     pub function_name: String,
+    /// Lambda's request id of the invocation (`awsRequestId`).
     pub request_id: String,
+    /// The X-Ray trace header, when tracing is on.
     pub xray_trace_id: Option<String>,
+    /// Whether this is the first invocation of a new (non-provisioned) environment.
     pub cold_start: bool,
 }
 

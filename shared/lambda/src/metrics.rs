@@ -44,6 +44,7 @@ pub(crate) const HOOK_DIMENSION: &str = "Hook";
 /// A metric harel publishes: its name and unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Metric {
+    /// The metric's name in CloudWatch (`EventsProcessed`, ...).
     pub name: &'static str,
     pub(crate) unit: Unit,
 }
@@ -137,7 +138,9 @@ struct Measured {
 /// cold start.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetricsSettings {
+    /// The CloudWatch namespace (`POWERTOOLS_METRICS_NAMESPACE`, default `harel`).
     pub namespace: String,
+    /// The `service` dimension's value (`POWERTOOLS_SERVICE_NAME`, default `harel`).
     pub service: String,
 }
 
@@ -151,6 +154,8 @@ impl Default for MetricsSettings {
 }
 
 impl MetricsSettings {
+    /// Reads the process environment; a namespace or service EMF would refuse is the error, at cold
+    /// start.
     pub fn from_env() -> Result<Self, EmfError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
@@ -190,6 +195,8 @@ pub struct InvocationMetrics {
 }
 
 impl InvocationMetrics {
+    /// Empty measurements of one invocation of `function` (`worker`, ...), stamped `timestamp_ms`
+    /// (epoch milliseconds), with the default settings.
     pub fn new(function: impl Into<String>, timestamp_ms: u64) -> Self {
         InvocationMetrics {
             function: function.into(),

@@ -13,17 +13,23 @@ use serde_json::{json, Value};
 /// The payload's key: `{"harel:wake": {"until": 1700000000.5}}` (epoch seconds).
 pub(crate) const WAKE_KIND: &str = "harel:wake";
 
+/// A wake that Lambda did not accept; the worker logs it and the timer fires on the next tick
+/// instead.
 #[derive(Debug, thiserror::Error)]
 #[error("could not wake the sweeper {function}: {message}")]
 pub struct WakeError {
+    /// The sweeper function asked to run.
     pub function: String,
+    /// What the Invoke failed with.
     pub message: String,
 }
 
+/// What [`Waker::wake`] returns: done once the wake is sent (not once the sweep is).
 pub type WakeFuture<'a> = Pin<Box<dyn Future<Output = Result<(), WakeError>> + Send + 'a>>;
 
 /// Starts a sweeper that covers the timers due up to `until`.
 pub trait Waker: Send + Sync {
+    /// Asks for a sweep of the timers due up to `until` (epoch seconds), without waiting for it.
     fn wake(&self, until: f64) -> WakeFuture<'_>;
 }
 
@@ -67,6 +73,7 @@ pub struct LambdaWaker {
 }
 
 impl LambdaWaker {
+    /// Invokes `function` (a name or an ARN) with `client`.
     pub fn new(client: aws_sdk_lambda::Client, function: impl Into<String>) -> Self {
         LambdaWaker {
             client,
@@ -80,10 +87,12 @@ impl LambdaWaker {
         LambdaWaker::from_sdk(&config, function)
     }
 
+    /// Invokes `function` with a client built from `config`.
     pub fn from_sdk(config: &aws_config::SdkConfig, function: impl Into<String>) -> Self {
         LambdaWaker::new(aws_sdk_lambda::Client::new(config), function)
     }
 
+    /// The sweeper function woken.
     pub fn function(&self) -> &str {
         &self.function
     }

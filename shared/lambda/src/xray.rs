@@ -91,6 +91,8 @@ impl XrayInterceptor {
         Self::new(daemon, Arc::new(|| std::env::var(TRACE_HEADER).ok())).ok()
     }
 
+    /// Sends subsegments to the daemon at `daemon` (`host:port`), under the trace header `header`
+    /// reads at each call; fails when no UDP socket can be opened.
     pub fn new(daemon: String, header: HeaderSource) -> std::io::Result<Self> {
         let socket = UdpSocket::bind("0.0.0.0:0")?;
         socket.set_nonblocking(true)?;

@@ -56,6 +56,8 @@ where
     T: Transport + 'static,
     C: IdempotencyClient + 'static,
 {
+    /// A worker committing to `store`, delivering through `transport`, stepping with `driver`;
+    /// `idempotency` keys each record's run on its SQS message id (None: no idempotency layer).
     pub fn new(
         store: S,
         transport: T,

@@ -22,6 +22,8 @@ impl BatchOutcome {
             .collect()
     }
 
+    /// The partial batch response Lambda expects: the failed records' message ids, which SQS
+    /// redelivers; the others are deleted.
     pub fn to_response(&self) -> SqsBatchResponse {
         let mut response = SqsBatchResponse::default();
         for id in self.failed_ids() {
