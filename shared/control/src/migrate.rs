@@ -38,6 +38,8 @@ impl PathMap {
         Ok(PathMap(out))
     }
 
+    /// `path` renamed by the first pair matching it (equal to OLD, or under `OLD.`); unchanged
+    /// when none does.
     pub fn apply(&self, path: &str) -> String {
         for (old, new) in &self.0 {
             if path == old {
@@ -56,16 +58,22 @@ impl PathMap {
 /// One rewritten path: (before, after).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Moved {
+    /// The path (or `key=value` history entry) as the execution holds it.
     pub from: String,
+    /// What it becomes in the target version (the same text when no pair matched).
     pub to: String,
 }
 
 /// What a migration does to one member of the tree.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MemberPlan {
+    /// The member's id.
     pub execution_id: String,
+    /// The version it is pinned to now (None: unpinned, running the deployed definition).
     pub from_version: Option<String>,
+    /// Its active path, mapped (None: it has none).
     pub active_path: Option<Moved>,
+    /// Each `history` entry as `composite=child`, mapped.
     pub history: Vec<Moved>,
     /// Armed timers: (path moved, fire_at kept).
     pub timers: Vec<(Moved, f64)>,
@@ -76,8 +84,11 @@ pub struct MemberPlan {
 /// The outcome of a migration (or its dry run).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MigrationReport {
+    /// The execution asked for (the tree's top).
     pub execution_id: String,
+    /// The version migrated to.
     pub to_version: String,
+    /// Every member checked (the execution, then its live regions, depth first).
     pub members: Vec<MemberPlan>,
     /// Why nothing was written (empty: every member checked).
     pub refused: Vec<String>,

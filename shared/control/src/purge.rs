@@ -31,6 +31,8 @@ pub const PURGEABLE: [Status; 2] = [Status::Done, Status::Cancelled];
 /// Where a tree goes before it is deleted: an error aborts the purge with nothing deleted.
 /// A retried purge may hand the same `root_id` again.
 pub trait Archive {
+    /// Store `bundle` (`{"root_id", "executions", "traces"}`, harel's `_archive_bundle`)
+    /// durably, or fail: the purge deletes the tree only after this returned Ok.
     fn archive(&mut self, bundle: &Value) -> std::io::Result<()>;
 }
 
@@ -42,6 +44,7 @@ pub struct JsonlArchive {
 }
 
 impl JsonlArchive {
+    /// An archive appending to the file at `path` (created when missing).
     pub fn new(path: impl Into<PathBuf>) -> Self {
         JsonlArchive { path: path.into() }
     }
@@ -79,9 +82,12 @@ pub struct PurgeFinished {
     pub older_than: f64,
     /// A subset of [`PURGEABLE`].
     pub statuses: Vec<Status>,
+    /// Also take finished roots without `finished_at` (written by a harel that predates it),
+    /// which are otherwise skipped and counted.
     pub include_undated: bool,
     /// Purge at most this many roots.
     pub limit: Option<usize>,
+    /// Report what would be purged (`purged`, `refused`) without archiving or deleting.
     pub dry_run: bool,
     /// Epoch seconds "now" is (the cutoff is `now - older_than`).
     pub now: f64,
