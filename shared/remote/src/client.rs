@@ -96,36 +96,64 @@ impl Clients {
     }
 }
 
+/// Why the action map cannot be bound at cold start; each names the action (and header) at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
+    /// The map binds a name that is already an action: a Rust action or one of `harel.lib`.
     #[error("action {action:?} is bound twice: in the action map ({origin}) and already (a Rust action or harel.lib)")]
-    Twice { action: String, origin: String },
+    Twice {
+        /// The action's name.
+        action: String,
+        /// The action map's file.
+        origin: String,
+    },
+    /// A header's `env:NAME` names an environment variable that is not set.
     #[error("action {action:?} ({target}): header {header:?} reads environment variable {var}, which is not set")]
     MissingEnv {
+        /// The action's name.
         action: String,
+        /// The action's target, as shown (an HTTP query elided).
         target: String,
+        /// The header's name.
         header: String,
+        /// The environment variable.
         var: String,
     },
+    /// A header's name, or the value its source gave, is not valid in HTTP.
     #[error("action {action:?}: header {header:?}: the value of {source_name} is not a valid header value")]
     BadHeader {
+        /// The action's name.
         action: String,
+        /// The header's name.
         header: String,
+        /// Where the value came from (`env:NAME`, `ssm:...`, or `its text`); the value itself is
+        /// never shown.
         source_name: String,
     },
+    /// The map needs AWS clients (Lambda targets, `ssm:` or `secretsmanager:` headers, named here)
+    /// and none were given.
     #[error("the action map needs AWS ({0}) but no AWS configuration was given")]
     NoAws(String),
+    /// An `ssm:` or `secretsmanager:` reference could not be read.
     #[error("action {action:?}: header {header:?}: cannot read {reference}: {message}")]
     Reference {
+        /// The action's name.
         action: String,
+        /// The header's name.
         header: String,
+        /// The reference (`ssm:/path`, `secretsmanager:name`).
         reference: String,
+        /// The service's error (a missing parameter, a denied read).
         message: String,
     },
+    /// A header reads an AWS reference that [`Secrets::resolve`] did not read before binding.
     #[error("action {action:?}: header {header:?} reads {reference}, which was not resolved (harel_remote::Secrets::resolve reads it at cold start)")]
     Unresolved {
+        /// The action's name.
         action: String,
+        /// The header's name.
         header: String,
+        /// The reference (`ssm:/path`, `secretsmanager:name`).
         reference: String,
     },
 }
@@ -200,6 +228,8 @@ impl Failure {
 }
 
 impl RemoteAction {
+    /// Binds one action: reads its headers' values now (`env` for `env:`, `secrets` for AWS
+    /// references), so a missing or invalid one fails here, at cold start, not at the first call.
     pub fn new(
         binding: Binding,
         clients: Clients,
@@ -256,6 +286,7 @@ impl RemoteAction {
         })
     }
 
+    /// The action map's entry this action was bound from.
     pub fn binding(&self) -> &Binding {
         &self.binding
     }

@@ -1,7 +1,8 @@
 //! harel 0.9.0's FaaS wire contract (`harel/faas.py`), both ways:
 //!
 //! ```text
-//! client -> function: {"context": {...}, "event": {"kind": K, "data": {...}}, "inputs": {...}, "idempotency_key": "..."}
+//! client -> function: {"context": {...}, "event": {"kind": K, "data": {...}}, "inputs": {...},
+//! "idempotency_key": "..."}
 //! function -> client: {"context": {...}, "result": ...}
 //! ```
 
@@ -36,11 +37,15 @@ pub fn request(
 /// which empties the context as harel does) and `result` (absent: null).
 #[derive(Debug, PartialEq)]
 pub struct Answer {
+    /// The execution's new context: it replaces the old one whole.
     pub context: Object,
+    /// What the action returns to the machine (null when the answer has none).
     pub result: Value,
 }
 
 impl Answer {
+    /// Reads a function's answer; an error (the message) when it is not an object or its context is
+    /// not an object.
     pub fn from_json(value: Value) -> Result<Answer, String> {
         let Value::Object(mut out) = value else {
             return Err(format!(
@@ -64,6 +69,7 @@ impl Answer {
         })
     }
 
+    /// The answer as the function sends it: `{"context": ..., "result": ...}`.
     pub fn to_json(&self) -> Value {
         json!({"context": self.context, "result": self.result})
     }

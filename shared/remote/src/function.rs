@@ -38,7 +38,9 @@ use crate::contract::Answer;
 /// The event of a call: its kind and data (harel's `Event`, as the payload carries it).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallEvent {
+    /// The event's kind (`order.placed`, ...).
     pub kind: String,
+    /// The event's data (empty when it has none).
     pub data: Object,
 }
 
@@ -47,7 +49,9 @@ pub struct CallEvent {
 pub struct Call {
     /// The execution's context: change it, and answer with it ([`Call::reply`]).
     pub context: Object,
+    /// The event the step is handling.
     pub event: CallEvent,
+    /// The action's inputs, as the machine's `call` passed them (empty when none).
     pub inputs: Object,
     /// Stable across retries of the step: give it to the callee's own idempotency.
     pub idempotency_key: Option<String>,
@@ -103,11 +107,18 @@ impl Call {
 /// Lambda shows an unhandled error's type and message).
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
+    /// The payload is not harel's call payload (no event kind, a context that is not an object,
+    /// ...); Lambda's `errorType` is `ValueError`.
     #[error("not a harel action payload: {0}")]
     Payload(String),
     /// The action's error: its type's name (as Python's `type(exc).__name__`) and message.
     #[error("{message}")]
-    Action { kind: String, message: String },
+    Action {
+        /// The error type's name, Lambda's `errorType`.
+        kind: String,
+        /// The error's message, Lambda's `errorMessage`.
+        message: String,
+    },
 }
 
 impl CallError {

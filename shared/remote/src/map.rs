@@ -16,7 +16,8 @@
 //!
 //! ["billing.route"]
 //! target = "https://api.example.com/route"
-//! headers = { "X-Api-Key" = "ssm:/billing/route-key",            # SSM Parameter Store (SecureString decrypted)
+//! headers = { "X-Api-Key" = "ssm:/billing/route-key",            # SSM Parameter Store
+//! (SecureString decrypted)
 //!             Authorization = "secretsmanager:billing/route" }   # Secrets Manager (SecretString)
 //! ```
 //!
@@ -33,6 +34,7 @@ use serde_json::{Map, Value};
 
 /// Per attempt, as harel's `http_action(timeout=30.0)`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Tries of a call when the map gives no `attempts` (at most 10 may be given).
 pub const DEFAULT_ATTEMPTS: u32 = 3;
 /// Refused above this: a longer attempt outlives any Lambda invocation (15 minutes).
 const MAX_TIMEOUT_SECONDS: f64 = 900.0;
@@ -48,6 +50,8 @@ pub enum Target {
 }
 
 impl Target {
+    /// Reads a target: `lambda:` then a function name or ARN, or an `http://`/`https://` URL with a
+    /// host; the error says which form was expected.
     pub fn parse(text: &str) -> Result<Target, String> {
         let text = text.trim();
         if let Some(name) = text.strip_prefix("lambda:") {
@@ -153,7 +157,9 @@ impl HeaderSource {
 /// One action's binding.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Binding {
+    /// The action's name, dotted when it came from a namespace (`billing.charge`).
     pub action: String,
+    /// Where the action runs.
     pub target: Target,
     /// Per attempt.
     pub timeout: Duration,
@@ -168,13 +174,17 @@ pub struct Binding {
 pub struct ActionMap {
     /// Where it was read from (for errors).
     pub origin: String,
+    /// One binding per action, in the file's order.
     pub bindings: Vec<Binding>,
 }
 
+/// An action map that cannot be read or parsed, or an entry that is invalid.
 #[derive(Debug, thiserror::Error)]
 #[error("action map {origin}: {message}")]
 pub struct MapError {
+    /// The file (or the origin given to [`ActionMap::parse`]).
     pub origin: String,
+    /// What is wrong, naming the entry when one is at fault.
     pub message: String,
 }
 
@@ -232,6 +242,7 @@ impl ActionMap {
         })
     }
 
+    /// The binding of `action`, if the map has one.
     pub fn get(&self, action: &str) -> Option<&Binding> {
         self.bindings.iter().find(|b| b.action == action)
     }
@@ -245,10 +256,14 @@ impl ActionMap {
     }
 }
 
+/// An action map's file format ([`ActionMap::load`] tells it by the extension).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// JSON (`.json`).
     Json,
+    /// TOML (`.toml`).
     Toml,
+    /// YAML (`.yaml`, `.yml`).
     Yaml,
 }
 
