@@ -40,8 +40,13 @@ use serde_json::Value;
 /// `{execution_id}:{event_id | "start"}:{index}:{action_name}` (harel 0.9.0's `_ActionKeys`):
 /// every attempt at the same event computes the same keys.
 pub struct ActionContext<'a> {
+    /// The execution's context, live: what the action writes is what the step commits (and the
+    /// next actions of the step see).
     pub context: &'a mut Object,
+    /// This call's idempotency key (the format above): the same on every attempt at the same
+    /// event, so an action that calls an outside service can pass it along to be charged once.
     pub idempotency_key: &'a str,
+    /// The id of the execution the action runs in.
     pub execution_id: &'a str,
     /// Domain events for the bus this step publishes (`harel.lib.publish`): committed with
     /// the step, dropped with it when it fails.
@@ -52,11 +57,14 @@ pub struct ActionContext<'a> {
     pub deadline: Option<std::time::Instant>,
 }
 
+/// What an async action returns: its value (the selector's result), or the error the model's
+/// `on error` handling sees.
 pub type ActionFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ActionError>> + Send + 'a>>;
 
 /// An action: called with its execution's context, the triggering event (None on start and
 /// automatic transitions) and its bound `inputs`; answers a value (a selector's result).
 pub trait Action: Send + Sync {
+    /// Run the action once; the driver awaits it before the step goes on.
     fn call<'a>(
         &'a self,
         ctx: ActionContext<'a>,
@@ -139,6 +147,8 @@ impl ActionRegistry {
         r
     }
 
+    /// Bind `name` to an async action (one that returns an [`ActionFuture`]); a name bound
+    /// again is replaced.
     pub fn register<F>(&mut self, name: impl Into<String>, action: F) -> &mut Self
     where
         F: for<'a> Fn(ActionContext<'a>, Option<&'a Event>, &'a Object) -> ActionFuture<'a>
@@ -150,6 +160,8 @@ impl ActionRegistry {
         self
     }
 
+    /// Bind `name` to a synchronous action (it returns its value directly); a name bound again
+    /// is replaced.
     pub fn register_fn<F>(&mut self, name: impl Into<String>, action: F) -> &mut Self
     where
         F: for<'a> Fn(
@@ -166,6 +178,8 @@ impl ActionRegistry {
         self
     }
 
+    /// Bind `name` to an [`Action`] already shared behind an `Arc` (one implementation serving
+    /// several names, or a registry built elsewhere); a name bound again is replaced.
     pub fn register_action(
         &mut self,
         name: impl Into<String>,
@@ -182,10 +196,12 @@ impl ActionRegistry {
         self
     }
 
+    /// The action bound to `name` (the fallback is not consulted).
     pub fn get(&self, name: &str) -> Option<Arc<dyn Action>> {
         self.actions.get(name).cloned()
     }
 
+    /// Whether `name` is bound (the fallback does not count).
     pub fn contains(&self, name: &str) -> bool {
         self.actions.contains_key(name)
     }

@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Epoch seconds, as harel's `time.time`.
 pub trait Clock: Send + Sync {
+    /// The current time, Unix seconds with a fraction.
     fn now(&self) -> f64;
 }
 
@@ -25,6 +26,7 @@ impl Clock for SystemClock {
 pub struct ManualClock(Arc<Mutex<f64>>);
 
 impl ManualClock {
+    /// A clock standing at `start` (Unix seconds).
     pub fn new(start: f64) -> Self {
         ManualClock(Arc::new(Mutex::new(start)))
     }
@@ -34,10 +36,12 @@ impl ManualClock {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Move the time (of this clock and its clones) on by `seconds`.
     pub fn advance(&self, seconds: f64) {
         *self.lock() += seconds;
     }
 
+    /// Put the time (of this clock and its clones) at `now`, Unix seconds, even backwards.
     pub fn set(&self, now: f64) {
         *self.lock() = now;
     }

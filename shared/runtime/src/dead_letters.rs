@@ -9,10 +9,14 @@ use harel_queue::inbound::Inbound;
 use harel_queue::{DeadLetter, DeadLetterQueue, Transport, TransportError};
 use harel_store::{ExecutionStore, StoreError};
 
+/// Why a dead-letter operation stopped: the queue or the store failed. Letters already
+/// redriven or deleted stay so; the rest were released where possible.
 #[derive(Debug, thiserror::Error)]
 pub enum DeadLetterError {
+    /// A receive, release, delete or send failed.
     #[error(transparent)]
     Queue(#[from] TransportError),
+    /// Reading an execution, to check a redrive, failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -20,7 +24,9 @@ pub enum DeadLetterError {
 /// Which dead letters an operation is for.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Selection {
+    /// Every dead letter the look can see.
     All,
+    /// The dead letters with these message ids (`harel dlq show|redrive|delete ID...`).
     Ids(Vec<String>),
 }
 
@@ -42,16 +48,20 @@ pub enum Verdict {
     WouldRedrive,
     /// Left on the DLQ, with why.
     Left(String),
+    /// Removed from the DLQ for good.
     Deleted,
     /// No such message in what the look could see.
     NotFound,
 }
 
+/// The result for one dead letter (or one asked-for id the look did not find).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Done {
+    /// The dead letter's message id on the DLQ (as asked for, when it was not found).
     pub message_id: String,
     /// The dead letter, when the look found it.
     pub letter: Option<DeadLetter>,
+    /// What was done with it.
     pub verdict: Verdict,
 }
 

@@ -31,20 +31,22 @@ pub enum ActionErrorPolicy {
 
 /// The idempotency keys of one step's actions (harel 0.9.0 `_ActionKeys`):
 /// `{execution_id}:{event_id | "start"}:{index}:{action_name}`.
-pub struct ActionKeys {
+pub(crate) struct ActionKeys {
     base: String,
     index: usize,
 }
 
 impl ActionKeys {
-    pub fn new(execution_id: &str, step: &str) -> Self {
+    /// The keys of one step of `execution_id`; `step` is the event's id, or `start`.
+    pub(crate) fn new(execution_id: &str, step: &str) -> Self {
         ActionKeys {
             base: format!("{execution_id}:{step}"),
             index: 0,
         }
     }
 
-    pub fn next(&mut self, action_name: &str) -> String {
+    /// The key of the step's next action call, `action_name` (numbered from 0 in call order).
+    pub(crate) fn next(&mut self, action_name: &str) -> String {
         let key = format!("{}:{}:{}", self.base, self.index, action_name);
         self.index += 1;
         key
@@ -171,6 +173,8 @@ impl Driver {
         }
     }
 
+    /// On `clock` instead of the system clock: what stamps commits and arms timers (a
+    /// [`ManualClock`](crate::ManualClock) in tests and `harel run`).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
@@ -185,6 +189,8 @@ impl Driver {
         self
     }
 
+    /// With `policy` for action errors the model does not handle (harel's `FailOnActionError`,
+    /// [`ActionErrorPolicy::Fail`], by default).
     pub fn with_policy(mut self, policy: ActionErrorPolicy) -> Self {
         self.policy = policy;
         self
@@ -197,11 +203,14 @@ impl Driver {
         self
     }
 
+    /// With `registry`'s actions in place of the ones given to [`Driver::new`].
     pub fn with_registry(mut self, registry: ActionRegistry) -> Self {
         self.registry = registry;
         self
     }
 
+    /// The actions, to bind more after the driver is built (this driver only: its clones keep
+    /// theirs).
     pub fn registry_mut(&mut self) -> &mut ActionRegistry {
         &mut self.registry
     }
@@ -217,6 +226,8 @@ impl Driver {
         self.definitions.get(id)
     }
 
+    /// The ids every deployed machine is registered under (top-level names and submachine FQNs),
+    /// in no particular order.
     pub fn machine_ids(&self) -> impl Iterator<Item = &str> {
         self.definitions.keys().map(String::as_str)
     }

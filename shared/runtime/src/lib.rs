@@ -29,7 +29,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use delivery::events::{publish_events, EventBus, EventsReport, MemoryBus};
 pub use delivery::queue::{relay, DeliverError, RelayReport};
 pub use delivery::{Delivered, CONTROL_EVENTS};
-pub use driver::{ActionErrorPolicy, ActionKeys, CommitReceipt, Driver};
+pub use driver::{ActionErrorPolicy, CommitReceipt, Driver};
 pub use error::RuntimeError;
 pub use harel_control::{Archive, ControlError, JsonlArchive, PurgeFinished, PurgeReport};
 pub use harel_engine::ActionError;

@@ -59,45 +59,55 @@ impl<S: ExecutionStore> DurableRunner<S> {
         DurableRunner { store, driver }
     }
 
+    /// With `registry`'s actions in place of `harel.lib.*` alone (start from
+    /// [`ActionRegistry::with_stdlib`] to keep them).
     pub fn with_registry(mut self, registry: ActionRegistry) -> Self {
         self.driver = self.driver.with_registry(registry);
         self
     }
 
+    /// On `clock`: what stamps commits, arms timers and decides which are due (see
+    /// [`Driver::with_clock`]).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.driver = self.driver.with_clock(clock);
         self
     }
 
+    /// With `policy` for action errors the model does not handle (see [`ActionErrorPolicy`]).
     pub fn with_policy(mut self, policy: ActionErrorPolicy) -> Self {
         self.driver = self.driver.with_policy(policy);
         self
     }
 
-    /// Record one timeline step per commit (the store's trace).
-    /// [`Driver::with_pinning`].
+    /// Whether a new execution is pinned to its machine's deployed version, kept in the
+    /// store: see [`Driver::with_pinning`].
     pub fn with_pinning(mut self, pinning: bool) -> Self {
         self.driver = self.driver.with_pinning(pinning);
         self
     }
 
+    /// Record one timeline step per commit in the store's trace ring (harel's `trace=True`).
     pub fn with_trace(mut self, trace: bool) -> Self {
         self.driver = self.driver.with_trace(trace);
         self
     }
 
+    /// The store every step is committed to.
     pub fn store(&self) -> &S {
         &self.store
     }
 
+    /// The driver the runner steps executions with (machines, actions, clock, policy).
     pub fn driver(&self) -> &Driver {
         &self.driver
     }
 
+    /// The actions, to bind more after the runner is built.
     pub fn registry_mut(&mut self) -> &mut ActionRegistry {
         self.driver.registry_mut()
     }
 
+    /// The machine registered as `id` (a top-level machine by its name, a submachine by its FQN).
     pub fn definition(&self, id: &str) -> Option<&Definition> {
         self.driver.definition(id).map(Arc::as_ref)
     }
@@ -116,6 +126,7 @@ impl<S: ExecutionStore> DurableRunner<S> {
             .ok_or_else(|| RuntimeError::NotFound(execution_id.to_string()))
     }
 
+    /// The execution as last committed (None when there is none).
     pub async fn get(&self, execution_id: &str) -> Result<Option<Execution>, RuntimeError> {
         Ok(self.store.load(execution_id).await?)
     }

@@ -52,10 +52,12 @@ pub fn check_execution_id(id: &str) -> Result<(), TransportError> {
 }
 
 impl<T: Transport> Sender<T> {
+    /// A sender publishing through `transport`.
     pub fn new(transport: T) -> Self {
         Sender { transport }
     }
 
+    /// The transport it publishes through (its queue URL, for a CLI's report).
     pub fn transport(&self) -> &T {
         &self.transport
     }

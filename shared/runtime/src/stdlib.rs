@@ -9,13 +9,20 @@ use serde_json::{Number, Value};
 
 use crate::actions::{ActionContext, ActionRegistry};
 
+/// The name [`exponential_backoff`] is bound under, as a machine refers to it.
 pub const EXPONENTIAL_BACKOFF: &str = "harel.lib.exponential_backoff";
+/// The name [`linear_backoff`] is bound under.
 pub const LINEAR_BACKOFF: &str = "harel.lib.linear_backoff";
+/// The name [`reset_backoff`] is bound under.
 pub const RESET_BACKOFF: &str = "harel.lib.reset_backoff";
+/// The name [`join_success`] is bound under: what `join all|any` desugars to, so a machine
+/// with a join needs it bound.
 pub const JOIN_SUCCESS: &str = "harel.lib.join_success";
 /// Not harel Python's: a domain event for the bus (see `harel_store::events`).
 pub const PUBLISH: &str = "harel.lib.publish";
 
+/// Bind every action of this module under its name (what
+/// [`ActionRegistry::with_stdlib`] starts from).
 pub fn register(registry: &mut ActionRegistry) {
     registry
         .register_fn(EXPONENTIAL_BACKOFF, exponential_backoff)

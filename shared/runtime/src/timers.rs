@@ -22,16 +22,23 @@ use harel_store::{DueTimer, StoreError, Timers};
 
 use harel_queue::transport::MAX_BATCH;
 
+/// Why a sweep stopped: the timers already published and deleted stay fired; the rest stay
+/// armed for the next sweep.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
+    /// Reading or deleting timers failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Publishing a `Timeout` failed (the timers the queue took were deleted before this was
+    /// returned).
     #[error(transparent)]
     Transport(#[from] TransportError),
 }
 
+/// What one sweeper invocation did (its log line and metrics).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepReport {
+    /// Timers fired: their `Timeout` published and the timer deleted.
     pub fired: usize,
     /// Fire passes (each one `due_timers` read).
     pub polls: usize,

@@ -21,12 +21,16 @@ pub const BUNDLE_FORMAT: &str = "harel-rs.bundle/1";
 /// its FQN), as the driver registers them.
 #[derive(Debug)]
 pub struct Bundle {
+    /// The version (a content hash, see [`version_of`]).
     pub version: String,
+    /// The id of the machine the version is of (its top-level machine).
     pub root: String,
+    /// The root and every submachine it carries, by the id the driver registers each under.
     pub definitions: HashMap<String, Arc<Definition>>,
 }
 
 impl Bundle {
+    /// The machine registered as `id` in this version.
     pub fn get(&self, id: &str) -> Option<&Arc<Definition>> {
         self.definitions.get(id)
     }
@@ -39,12 +43,23 @@ impl Bundle {
     }
 }
 
+/// Why a machine has no version, or a stored version cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum VersionError {
+    /// The machine (its id given) was built by hand, not from a machine dict: there is nothing
+    /// to hash or keep, and its executions run unpinned.
     #[error("machine {0:?} was not built from a machine dict: it has no version")]
     NoSource(String),
+    /// A stored version's document is not a bundle this build can run (another format, a
+    /// hash that does not match, a machine that does not build): refused, never run as
+    /// something else.
     #[error("version {version}: {message}")]
-    Corrupt { version: String, message: String },
+    Corrupt {
+        /// The version asked for.
+        version: String,
+        /// What is wrong with its document.
+        message: String,
+    },
 }
 
 fn machine_name(defn: &Definition) -> String {

@@ -23,7 +23,9 @@ const RETRIES_PER_RUN: u32 = 3;
 /// Why the bus refused one entry (EventBridge's `ErrorCode` and `ErrorMessage`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EntryFailure {
+    /// EventBridge's `ErrorCode` (e.g. `ThrottlingException`, `InternalFailure`).
     pub code: String,
+    /// EventBridge's `ErrorMessage`.
     pub message: String,
 }
 
@@ -45,14 +47,21 @@ impl EntryFailure {
     }
 }
 
+/// Why a bus call failed as a whole (not one entry of it: that is an [`EntryFailure`]).
 #[derive(Debug, thiserror::Error)]
 pub enum BusError {
     /// The request as a whole failed (network, credentials, the bus missing): every entry
     /// stays pending.
     #[error("putting events on the bus: {0}")]
     Put(String),
+    /// Keeping an event that cannot be put failed: it stays pending, and is tried again.
     #[error("dead-lettering event {event_id}: {message}")]
-    DeadLetter { event_id: String, message: String },
+    DeadLetter {
+        /// The event's `event_id`.
+        event_id: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// The bus port: EventBridge, or [`MemoryBus`].
@@ -72,10 +81,14 @@ pub trait EventBus: Send + Sync {
     ) -> impl Future<Output = Result<(), BusError>> + Send;
 }
 
+/// Why [`publish_events`] stopped: what was put before is acknowledged, the rest stays
+/// pending for the next run.
 #[derive(Debug, thiserror::Error)]
 pub enum EventsError {
+    /// Reading or acknowledging the pending rows failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A put or a dead-lettering failed as a whole.
     #[error(transparent)]
     Bus(#[from] BusError),
 }
@@ -83,12 +96,15 @@ pub enum EventsError {
 /// What one run put.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EventsReport {
+    /// Events the bus took (and whose rows were acknowledged).
     pub put: usize,
+    /// Events given up on, with their reason, and acknowledged.
     pub dead_lettered: usize,
     /// Entries left for the next run.
     pub deferred: usize,
     /// `PutEvents` requests sent.
     pub requests: usize,
+    /// The deadline came before every pending event was tried: the next run continues.
     pub out_of_time: bool,
 }
 
@@ -164,6 +180,7 @@ pub struct MemoryBus {
 }
 
 impl MemoryBus {
+    /// A bus that has taken nothing and will take everything.
     pub fn new() -> Self {
         Self::default()
     }
@@ -181,6 +198,7 @@ impl MemoryBus {
         self.put.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Every event dead-lettered, with its reason, in order.
     pub fn dead_letters(&self) -> Vec<(BusEvent, String)> {
         self.dead.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }

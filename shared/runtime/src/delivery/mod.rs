@@ -168,15 +168,20 @@ pub async fn create_child<S: ExecutionStore>(
 /// Counts of deliveries (the relay's report; the benchmarks read them too).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Delivered {
+    /// Messages sent to the queue (a broadcast sends one per live region's group).
     pub published: usize,
+    /// Children created and started from spawn intents (one found existing is not counted).
     pub children_created: usize,
+    /// Outbox entries acknowledged (sent, or dropped for having no target).
     pub acked_outbox: usize,
+    /// Spawn intents acknowledged (the child created now or found already there).
     pub acked_spawns: usize,
     /// The `fire_at` of each timer the children's starts armed.
     pub armed: Vec<f64>,
 }
 
 impl Delivered {
+    /// Add `other`'s counts to these (summing the deliveries of several steps or passes).
     pub fn add(&mut self, other: &Delivered) {
         self.published += other.published;
         self.children_created += other.children_created;

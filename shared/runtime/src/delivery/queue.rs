@@ -20,18 +20,25 @@ use super::{create_child, restart_ttl, Delivered};
 use crate::driver::{CommitReceipt, Driver};
 use crate::RuntimeError;
 
+/// Why a delivery stopped. The entries not delivered stay pending for the relay's next run;
+/// a resend is dropped by the queue's dedupe or the target's processed mark.
 #[derive(Debug, thiserror::Error)]
 pub enum DeliverError {
+    /// Reading, acknowledging or committing in the store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Publishing to the queue failed (the entries it reports delivered are acknowledged).
     #[error(transparent)]
     Transport(#[from] TransportError),
     /// A spawn that cannot be created (an unknown submachine, a start the engine refuses):
     /// it stays pending for the relay and the operator.
     #[error("spawn {seq} of {parent_id}: {}", spawn_reason(source))]
     Spawn {
+        /// The spawn intent's seq (`SpawnEntry::seq`).
         seq: u64,
+        /// The execution that asked for the child.
         parent_id: SmolStr,
+        /// Why the child could not be created or started.
         source: RuntimeError,
     },
 }
@@ -210,9 +217,12 @@ pub async fn broadcast<S: ExecutionStore, T: Transport>(
 /// What one relay run did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RelayReport {
+    /// What the run delivered, over all its passes.
     pub delivered: Delivered,
     /// Stopped because the time ran low, with work left.
     pub out_of_time: bool,
+    /// Passes over the pending spawns and outbox (a child's start can add entries: the next pass
+    /// delivers them).
     pub passes: usize,
 }
 

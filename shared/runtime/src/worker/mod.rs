@@ -32,7 +32,9 @@ pub use record::Record;
 /// constant `nack(delay)` sends the message to the DLQ after `maxReceiveCount` rechecks).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ParkPolicy {
+    /// The delay of the first park (a message on its first receive).
     pub first: Duration,
+    /// The longest delay a park doubles up to (SQS caps a visibility timeout at 12 hours).
     pub max: Duration,
 }
 
@@ -48,9 +50,14 @@ impl ParkPolicy {
 
 /// The worker's logic over a store, a transport and the driver, with no host in it.
 pub struct WorkerLogic<S, T> {
+    /// The store steps are committed to.
     pub store: S,
+    /// The queue: what a commit enqueued is published here, and a message parked or
+    /// dead-lettered through it.
     pub transport: T,
+    /// The deployed machines and actions the steps run.
     pub driver: Driver,
+    /// How long a SUSPENDED execution's messages are hidden.
     pub park: ParkPolicy,
 }
 
@@ -59,6 +66,7 @@ where
     S: ExecutionStore,
     T: Transport,
 {
+    /// The worker over these parts (its fields, given in order).
     pub fn new(store: S, transport: T, driver: Driver, park: ParkPolicy) -> Self {
         WorkerLogic {
             store,

@@ -16,23 +16,31 @@ use serde::{Deserialize, Serialize};
 pub enum RecordOutcome {
     /// The engine ran and the step was committed.
     Processed {
+        /// The execution the event was for.
         execution_id: String,
     },
     /// A domain event published to the execution's live regions.
     Broadcast {
+        /// The execution (the regions' parent) the event was sent to.
         execution_id: String,
+        /// How many regions it was published to.
         regions: usize,
     },
+    /// A create message made the execution and committed its start.
     Created {
+        /// The new execution.
         execution_id: String,
     },
     /// A create for an id that exists: nothing done.
     AlreadyExists {
+        /// The id the create asked for.
         execution_id: String,
     },
     /// Nothing to do (unknown execution, processed already, cancelled, not started...).
     Skipped {
+        /// The execution the message was for (its group).
         execution_id: String,
+        /// Why nothing was done.
         /// Stored as its text (as before it was a type: records written then still read).
         #[serde(with = "skip_text")]
         reason: Skip,
@@ -56,18 +64,29 @@ pub enum DeadLetterReason {
     /// A create for a machine this worker does not have.
     UnknownMachine(String),
     /// A create whose context does not fit the machine's declaration.
-    InvalidContext { execution_id: String, why: String },
+    InvalidContext {
+        /// The execution the create was for.
+        execution_id: String,
+        /// What the schema check said.
+        why: String,
+    },
     /// An event whose data does not fit its declaration in the execution's machine.
     RefusedEvent {
+        /// The event's kind.
         kind: String,
+        /// The execution it was sent to.
         execution_id: String,
+        /// What the schema check said.
         why: String,
     },
     /// The step would pass DynamoDB's item or transaction limits, on every retry too (nothing
-    /// was written). `event` is the event's kind; none for a create.
+    /// was written).
     TooLarge {
+        /// The execution the step was for.
         execution_id: String,
+        /// The event's kind; none for a create.
         event: Option<String>,
+        /// Which limit, as the store said it.
         why: String,
     },
     /// A reason read back from a stored outcome (an idempotency record): its text.
@@ -128,15 +147,21 @@ impl RecordOutcome {
 /// record the idempotency layer answered from its store did nothing and saw nothing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observation {
+    /// The execution's machine (its `definition_id`), once it is known.
     pub machine: Option<String>,
     /// The machine version the execution is pinned to (None: unpinned, or not known: a
     /// create whose step did not commit).
     pub version: Option<String>,
+    /// The kind of the event handled (`harel:create` for a create).
     pub event_kind: Option<String>,
+    /// Store transactions committed for the record: its step, and the start of each child
+    /// its delivery created.
     pub commits: usize,
     /// The step's commit found the event's dedupe mark already written (another writer
     /// applied it after this one's read): acknowledged, nothing applied twice.
     pub duplicate: bool,
+    /// The step left the execution FAILED (an unhandled action error under the `Fail`
+    /// policy): the host counts it, as harel's dead letter.
     pub failed_execution: bool,
     /// A `Timeout`: its processing time less its due time (`fire_at`), in milliseconds.
     pub timer_lag_ms: Option<f64>,
@@ -153,10 +178,13 @@ pub struct Observation {
 pub struct Observer(Mutex<Observation>);
 
 impl Observer {
+    /// Record facts: `f` gets the observation so far to change.
     pub fn with(&self, f: impl FnOnce(&mut Observation)) {
         f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()));
     }
 
+    /// The observation so far, leaving an empty one behind (the host reads it once the
+    /// record is handled).
     pub fn take(&self) -> Observation {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -165,13 +193,17 @@ impl Observer {
 /// Why a record is reported failed (SQS redelivers it, and with it the rest of its group).
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
+    /// The execution (its id given) is SUSPENDED: the message was hidden for the park
+    /// policy's delay, to be checked again then.
     #[error("execution {0} is SUSPENDED: parked")]
     Parked(String),
     /// Another writer changed the execution since it was read (its version moved on).
     #[error("conflict: {0}")]
     Conflict(#[source] StoreError),
+    /// The store failed (anything but a conflict): retried with the message.
     #[error(transparent)]
     Store(StoreError),
+    /// Publishing, parking or dead-lettering on the queue failed.
     #[error(transparent)]
     Transport(#[from] TransportError),
     /// The engine or the driver refused the step (nothing was committed).
@@ -180,6 +212,8 @@ pub enum RecordError {
     /// The host's idempotency layer failed (its store could not be read or written).
     #[error("idempotency: {0}")]
     Idempotency(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Not tried: an earlier record of the same group (given) failed in this batch, and FIFO
+    /// order holds the rest of the group back until it succeeds.
     #[error("not processed: an earlier record of group {0} failed")]
     Blocked(String),
     /// The task handling the record's group panicked before reporting it.

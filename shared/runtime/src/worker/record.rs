@@ -6,9 +6,14 @@ use serde_json::Value;
 /// One SQS record, as the worker needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
+    /// SQS's message id (what the idempotency key is computed from).
     pub message_id: String,
+    /// The receipt handle of this delivery, needed to park the message.
     pub receipt_handle: String,
+    /// The `MessageGroupId`, the target execution (None: the message had none, and is
+    /// dead-lettered as malformed).
     pub group_id: Option<String>,
+    /// The message body: Event JSON, or a create message.
     pub body: String,
     /// SQS's `ApproximateReceiveCount` (1: the first delivery): how many times the message
     /// was handed out, parks included; it sets how long a parked message is hidden.
