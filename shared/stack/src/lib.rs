@@ -48,6 +48,7 @@ pub const TRACE_MAX: &str = "HAREL_TRACE_MAX";
 /// Days finished work is kept before DynamoDB's TTL removes it (0: forever). See
 /// `DynamoDbStore::with_retention` for what expires when.
 pub const RETENTION_DAYS: &str = "HAREL_RETENTION_DAYS";
+/// The retention when [`RETENTION_DAYS`] is unset.
 pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 /// A century: past that a retention is a typo, and epoch seconds would stop being dates.
 pub const MAX_RETENTION_DAYS: u64 = 36_500;
@@ -75,7 +76,11 @@ pub const SCHEDULES_FILE: &str = "HAREL_SCHEDULES_FILE";
 /// The hooks file (JSON, TOML or YAML): the API's verified webhooks (`harel_hooks`). Unset
 /// or empty: no webhooks.
 pub const HOOKS_FILE: &str = "HAREL_HOOKS_FILE";
+/// The AWS region of every client (Lambda sets it; `AWS_DEFAULT_REGION` is accepted in
+/// its place). Checked at cold start, so a missing region fails there, not on a first call.
 pub const REGION: &str = "AWS_REGION";
+/// The AWS SDK's own endpoint override (moto's URL in tests); checked to be a URL at cold
+/// start, and overridden by [`LOCAL_ENDPOINT_URL`].
 pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 /// The endpoint of every AWS call when set and not empty (the template's `EndpointUrl`: empty
 /// in AWS, moto's for `sam local invoke`); takes precedence over `AWS_ENDPOINT_URL`.
