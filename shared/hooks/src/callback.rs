@@ -48,6 +48,8 @@ const DOMAIN: &[u8] = b"harel-callback-v1.";
 pub struct CallbackKey(Secret);
 
 impl CallbackKey {
+    /// The key of `secret`; refused (the message says why) when it is shorter than
+    /// [`MIN_SECRET_LEN`] bytes.
     pub fn new(secret: Secret) -> Result<CallbackKey, String> {
         if secret.bytes().len() < MIN_SECRET_LEN {
             return Err(format!(
@@ -160,7 +162,10 @@ pub fn open(key: &CallbackKey, token: &str, now: i64) -> Result<Claims, Refusal>
 /// An event for an execution, from a token.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Completion {
+    /// The execution the token was made for.
     pub execution: String,
+    /// The event to send it: the token's kind with the caller's data ([`complete`]), or its
+    /// fail kind with `{"error": ...}` ([`fail`]); one id per token, so a repeat is absorbed.
     pub event: Event,
 }
 

@@ -8,7 +8,8 @@
 //!   dedupe: id                                   # JMESPath: the provider's event id
 //!   execution: data.object.metadata.harel_order_id
 //!   kind_from: type
-//!   kinds: {payment_intent.succeeded: PaymentSucceeded, payment_intent.payment_failed: PaymentFailed}
+//!   kinds: {payment_intent.succeeded: PaymentSucceeded, payment_intent.payment_failed:
+//! PaymentFailed}
 //!   data: data.object
 //! ```
 
@@ -38,12 +39,14 @@ impl PartialEq for Expr {
 }
 
 impl Expr {
+    /// Compiles `text`; the error message quotes it.
     pub fn parse(text: &str) -> Result<Expr, String> {
         jmespath::compile(text)
             .map(Expr)
             .map_err(|e| format!("{text:?} is not a JMESPath expression: {}", e.reason))
     }
 
+    /// The expression's text, as written in the file.
     pub fn as_str(&self) -> &str {
         self.0.as_str()
     }
@@ -60,7 +63,9 @@ impl<'de> Deserialize<'de> for Expr {
 /// header (`header:X-GitHub-Event`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Extract {
+    /// A JMESPath expression over the JSON body.
     Path(Expr),
+    /// A request header, by its lowercased name.
     Header(String),
 }
 
@@ -85,7 +90,9 @@ impl<'de> Deserialize<'de> for Extract {
 /// expression (else the entry's).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KindSpec {
+    /// The harel event kind (one the machine knows, checked at load when the machine is).
     pub kind: String,
+    /// The event's data for this kind, overriding the entry's `data`.
     pub data: Option<Expr>,
 }
 
@@ -163,7 +170,10 @@ struct VerifyRaw {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(try_from = "VerifyRaw")]
 pub struct Verify {
+    /// How the provider signs (`stripe`, `github`, `hmac` and its fields).
     pub scheme: Scheme,
+    /// The signing secret, as a reference (`env:`, `ssm:`, `secretsmanager:`) or text, read by
+    /// `Hooks::resolve`.
     pub secret: SecretSource,
 }
 
@@ -262,6 +272,7 @@ struct EntryRaw {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(try_from = "EntryRaw")]
 pub struct Entry {
+    /// How a delivery's signature is checked: nothing else is read before it verifies.
     pub verify: Verify,
     /// The provider's event id (the harel event's id, so a retried delivery is absorbed);
     /// None: the scheme's delivery id (GitHub), else a digest of the body.
@@ -274,6 +285,8 @@ pub struct Entry {
     pub kinds: IndexMap<String, KindSpec>,
     /// The event's data (an object) unless the kind has its own; None: `{}`.
     pub data: Option<Expr>,
+    /// Start the execution when a delivery routes to one that may not exist yet (None: deliver
+    /// only).
     pub create: Option<CreateSpec>,
     /// The machine the events go to, to check the kinds against when the file is loaded
     /// (default: `create`'s machine).
@@ -326,20 +339,26 @@ impl TryFrom<EntryRaw> for Entry {
 /// The file's formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// JSON (`.json`).
     Json,
+    /// TOML (`.toml`).
     Toml,
+    /// YAML (`.yaml`, `.yml`).
     Yaml,
 }
 
 /// A mistake in the hooks file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct FileError {
+    /// The file's path (or the origin given to the parser).
     pub file: String,
+    /// The entry at fault, when the mistake is inside one.
     pub entry: Option<String>,
     /// The field's path inside the entry (`verify.tolerance`).
     pub field: Option<String>,
     /// 1-based line and column.
     pub position: Option<(usize, usize)>,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -362,7 +381,9 @@ impl std::fmt::Display for FileError {
 /// The parsed file, secrets not yet read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HooksFile {
+    /// Where the file was read from (for errors and logs).
     pub origin: String,
+    /// The entries by hook name (the `/hooks/{name}` route), in the file's order.
     pub entries: IndexMap<String, Entry>,
 }
 

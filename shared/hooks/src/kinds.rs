@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 
 use harel_model::Definition;
 
+/// Every event kind `definition` declares or one of its transitions names: a hook mapping to a kind
+/// outside this set could never be handled.
 pub fn known_kinds(definition: &Definition) -> BTreeSet<String> {
     let mut kinds: BTreeSet<String> = definition.events.keys().cloned().collect();
     for node in &definition.nodes {

@@ -14,7 +14,12 @@ pub enum Refusal {
     BadSignature(String),
     /// The signed timestamp is outside the tolerance (401): a replay, or a clock far off.
     #[error("stale signature: signed {age} s ago, tolerance {tolerance} s")]
-    StaleSignature { age: i64, tolerance: u64 },
+    StaleSignature {
+        /// Seconds from the signed timestamp to now (negative: signed in the future).
+        age: i64,
+        /// The hook's replay window, seconds.
+        tolerance: u64,
+    },
     /// The body is not what the hook reads (400): not JSON, or no event id.
     #[error("bad body: {0}")]
     BadBody(String),

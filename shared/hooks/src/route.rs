@@ -17,9 +17,11 @@ use crate::secret::{Secret, SecretError};
 /// An event for an execution.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Delivery {
+    /// The hook's name (the hooks file's entry).
     pub hook: String,
     /// The provider's event type (for logs and metrics).
     pub provider_kind: String,
+    /// The target execution's id, read from the body by the entry's `execution`.
     pub execution: String,
     /// Its id is the provider's event id: a retried delivery has the same one, so the
     /// queue's dedupe and the worker's processed mark absorb it.
@@ -29,21 +31,29 @@ pub struct Delivery {
 /// Start an execution before delivering (a no-op in the worker when it exists).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Create {
+    /// The machine to start (the entry's `create.machine`).
     pub machine: String,
+    /// The new execution's id: the delivery's target.
     pub execution: String,
+    /// The new execution's context, from `create.context` (empty without one).
     pub context: Object,
 }
 
 /// What a verified delivery comes to.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
+    /// Send the event to an execution that must exist.
     Deliver(Delivery),
+    /// Start the execution if it does not exist, then send it the event.
     CreateAndDeliver(Create, Delivery),
     /// A provider event the file does not route: answered 200 with the reason (the provider
     /// stops retrying) and counted.
     Ignored {
+        /// The hook's name.
         hook: String,
+        /// The provider's event type, when the body had one.
         provider_kind: Option<String>,
+        /// Why it was not routed (no event type, a type `kinds` does not map, ...).
         reason: String,
     },
 }
@@ -86,6 +96,7 @@ impl Hooks {
         &self.origin
     }
 
+    /// The hook names, in the file's order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.hooks.keys().map(String::as_str)
     }

@@ -69,7 +69,10 @@ impl SecretSource {
 #[derive(Debug, thiserror::Error)]
 #[error("secret {reference}: {message}")]
 pub struct SecretError {
+    /// The reference as shown (`ssm:/path`, `env:NAME`; `<literal>` for a secret written in the
+    /// file).
     pub reference: String,
+    /// Why it could not be read (unset, empty, missing, denied).
     pub message: String,
 }
 

@@ -16,8 +16,11 @@ pub const DEFAULT_TOLERANCE: u64 = 300;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Algorithm {
+    /// HMAC-SHA256, the default.
     Sha256,
+    /// HMAC-SHA1, for providers that still sign with it.
     Sha1,
+    /// HMAC-SHA512.
     Sha512,
 }
 
@@ -25,22 +28,29 @@ pub enum Algorithm {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Encoding {
+    /// Lowercase or uppercase hex, the default.
     Hex,
+    /// Standard base64.
     Base64,
 }
 
 /// The generic scheme: `header` holds `prefix` + the encoded HMAC of the signed payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HmacScheme {
+    /// The header holding the signature, lowercased.
     pub header: String,
+    /// The HMAC's digest.
     pub algorithm: Algorithm,
+    /// How the signature is written.
     pub encoding: Encoding,
     /// Text before the signature in the header (`sha256=`), if any.
     pub prefix: Option<String>,
     /// A header with the delivery's epoch seconds; then the payload signed is
     /// `payload` with `{timestamp}` and `{body}` replaced (default `{timestamp}.{body}`).
     pub timestamp_header: Option<String>,
+    /// The replay window, seconds, when signed with a timestamp (default 300).
     pub tolerance: u64,
+    /// The signed text's template, with `{timestamp}` and `{body}` (None: `{timestamp}.{body}`).
     pub payload: Option<String>,
 }
 
@@ -50,11 +60,13 @@ pub enum Scheme {
     /// `Stripe-Signature: t=…,v1=…[,v1=…]`: HMAC-SHA256 over `{t}.{body}`, hex; any `v1`
     /// may match (Stripe sends one per active secret while one is rolled).
     Stripe {
+        /// The replay window, seconds: `t` further from now than this is refused (default 300).
         tolerance: u64,
     },
     /// `X-Hub-Signature-256: sha256=…`: HMAC-SHA256 of the body, hex; the delivery id is
     /// `X-GitHub-Delivery`.
     Github,
+    /// Any other provider: a configurable HMAC of the body (see [`HmacScheme`]).
     Hmac(HmacScheme),
 }
 
