@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 /// The server's process, killed when dropped.
 pub struct ActionServer {
     child: Child,
-    pub base: String,
+    base: String,
 }
 
 /// harel's Python: `HAREL_PYTHON`, else the workspace's venv (`scripts/python-env.sh`).
@@ -26,6 +26,8 @@ pub fn python() -> PathBuf {
 }
 
 impl ActionServer {
+    /// Start `py/action_server.py` under [`python`] on a free loopback port and wait for it to
+    /// print that port; panics when the Python cannot be started or prints no port.
     pub fn start() -> ActionServer {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/py/action_server.py");
         let python = python();
@@ -82,14 +84,18 @@ pub async fn loopback_sdk(endpoint: &str) -> aws_config::SdkConfig {
 /// One HTTP/1.1 request read off a loopback test server's socket.
 #[derive(Clone, Debug, Default)]
 pub struct Request {
+    /// The method as sent (`POST`, `GET`, ...).
     pub method: String,
+    /// The request target as sent: the path, with its query string when there is one.
     pub path: String,
     /// (lower-case name, value)
     pub headers: Vec<(String, String)>,
+    /// The body: the `Content-Length` bytes after the headers.
     pub body: Vec<u8>,
 }
 
 impl Request {
+    /// The value of the first header named `name` (matched case-insensitively).
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
         self.headers

@@ -70,6 +70,7 @@ pub struct Call {
 /// The calls recorded since the last [`Recorder::take`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tally {
+    /// Every call, in the order the requests went out.
     pub calls: Vec<Call>,
 }
 
@@ -120,7 +121,9 @@ impl Tally {
 /// A request as a [`Fault`] sees it.
 #[derive(Debug)]
 pub struct Request<'a> {
+    /// As [`Call::service`].
     pub service: &'a str,
+    /// As [`Call::operation`].
     pub operation: &'a str,
     /// The body, when it is in memory (the JSON protocols' always is).
     pub body: Option<&'a [u8]>,
@@ -136,11 +139,15 @@ impl Request<'_> {
 /// A canned answer: a status and a JSON body (`application/x-amz-json-1.0`).
 #[derive(Clone, Debug)]
 pub struct Canned {
+    /// The HTTP status (400 for most service errors, 500 or 503 for a server failure).
     pub status: u16,
+    /// The JSON body, as text.
     pub body: String,
 }
 
 impl Canned {
+    /// An answer with `status` and `body` (see [`Canned::dynamodb_error`] for a service
+    /// error).
     pub fn new(status: u16, body: impl Into<String>) -> Self {
         Canned {
             status,
@@ -209,6 +216,7 @@ impl fmt::Debug for Verdict {
 
 /// Fault injection: decides each request's fate, hears each answer that arrived.
 pub trait Fault: Send + Sync + fmt::Debug + 'static {
+    /// The fate of `request`, decided before it is sent (called for every attempt).
     fn before(&self, request: &Request<'_>) -> Verdict;
 
     /// The service answered `request` with `status` (not called for canned answers).
@@ -253,6 +261,7 @@ impl fmt::Debug for Recorder {
 }
 
 impl Recorder {
+    /// A recorder with no fault, keeping no bodies, at no step.
     pub fn new() -> Self {
         Recorder::default()
     }
