@@ -25,6 +25,7 @@ pub struct Deployed<W = MotoWorker> {
     pub source: SqsTransport,
     /// A store on the tables, on a client of its own (a reader, an operator).
     pub reader: DynamoDbStore,
+    /// The worker the pumped messages go to, shared with the pump.
     pub worker: Arc<W>,
 }
 

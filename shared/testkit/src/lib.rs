@@ -1,7 +1,8 @@
 //! What the tests that run the functions' logic share: a stack in miniature on the moto
 //! server (`MotoStack`: tables, FIFO queue and DLQ, the worker's configuration), the one
 //! stack fixture (`Deployed`: that stack with a worker, its event source and a reader), the
-//! event source that feeds a worker (`source`: SQS on moto, or the in-memory twin), and,
+//! event source that feeds a worker (`source`: SQS on moto, or the in-memory twin), the test
+//! machine the functions' tests add to the application (`machines`: `Flow`, its actions), and,
 //! re-exported from `harel-testwire`, the wire recorder, the moto endpoint and the action
 //! server.
 //!
@@ -11,6 +12,7 @@
 pub mod client;
 pub mod config;
 pub mod fixture;
+pub mod machines;
 pub mod moto;
 pub mod source;
 

@@ -16,11 +16,17 @@ use crate::config::config_from;
 /// A worker over this stack's tables and queue, without the idempotency layer.
 pub type MotoWorker = Worker<DynamoDbStore, SqsTransport, harel_idempotency::MemoryClient>;
 
+/// The stack's resources on moto, created by [`MotoStack::new`]; nothing is deleted after.
 pub struct MotoStack {
+    /// The SDK's configuration for the moto server (its endpoint, test credentials).
     pub sdk: aws_config::SdkConfig,
+    /// The tables' name prefix (`HAREL_TABLE_PREFIX`), unique to this stack.
     pub prefix: String,
+    /// An SQS client on the moto server.
     pub sqs: aws_sdk_sqs::Client,
+    /// The FIFO queue's URL (`HAREL_QUEUE_URL`).
     pub queue: String,
+    /// The dead-letter queue's URL (`HAREL_DLQ_URL`).
     pub dlq: String,
 }
 
