@@ -240,6 +240,47 @@ fn the_lambda_adapter_and_the_cli_do_not_depend_on_each_other() {
     assert!(graph["harel-engine"].iter().all(|d| d == "harel-model"));
 }
 
+/// The crates a package is built with (its normal dependencies, transitively).
+fn closure(graph: &Graph, package: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![package.to_string()];
+    while let Some(p) = todo.pop() {
+        for d in graph.get(&p).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+/// Test machines, test actions and harnesses are never compiled into a deployed function:
+/// the tests' machine (`Flow`) lives in `harel-testkit`, which no function links.
+#[test]
+fn no_test_support_is_compiled_into_a_deployed_function() {
+    let graph = cargo_graph();
+    let functions: Vec<&String> = graph
+        .keys()
+        .filter(|p| graph[*p].contains("harel-app"))
+        .filter(|p| !["harel-tests", "harel-benches"].contains(&p.as_str()))
+        .collect();
+    assert!(
+        functions.len() >= 4,
+        "the worker, relay, sweeper and API link the app: {functions:?}"
+    );
+    for f in functions {
+        let linked = closure(&graph, f);
+        let test_support: Vec<&str> = ["harel-testkit", "harel-testwire", "harel-fuzzing"]
+            .into_iter()
+            .filter(|t| linked.contains(*t))
+            .collect();
+        assert!(
+            test_support.is_empty(),
+            "{f} is built with {test_support:?}"
+        );
+    }
+}
+
 #[test]
 fn every_crate_has_a_layer() {
     let metadata = metadata();

@@ -5,7 +5,7 @@
 //! what harel shows as the exception type: a FAILED execution records `kind: message`).
 //! `register_fn` binds a plain function; `register` an async one.
 
-use harel_runtime::{ActionError, ActionRegistry};
+use harel_runtime::ActionRegistry;
 use serde_json::Value;
 
 /// harel's standard library (`harel.lib.*`) plus the application's actions.
@@ -21,18 +21,5 @@ pub fn actions() -> ActionRegistry {
     }
     // the example application (machines/shop_order.stm)
     crate::shop::register(&mut actions);
-    // the serverless test machine (machines/flow.stm)
-    actions.register_fn("flow.count", |ctx, _event, _inputs| {
-        let n = ctx
-            .context
-            .get("shipped")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        ctx.context.insert("shipped".into(), Value::from(n + 1));
-        Ok(Value::Null)
-    });
-    actions.register_fn("flow.explode", |_ctx, _event, _inputs| {
-        Err(ActionError::new("RuntimeError", "the crate fell"))
-    });
     actions
 }

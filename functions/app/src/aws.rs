@@ -11,7 +11,8 @@ use harel_lambda::{Config, LambdaWaker, Role, Waker, Worker};
 use harel_runtime::Driver;
 use harel_sqs::SqsTransport;
 
-use crate::{actions, machines};
+use crate::machines;
+use crate::Application;
 
 #[derive(thiserror::Error)]
 pub enum BootError {
@@ -112,7 +113,8 @@ pub fn init_tracing() {
 
 /// The engine with the compiled-in machines and Rust actions, checked.
 pub fn driver() -> Result<AppDriver, BootError> {
-    checked(Driver::new(machines::definitions()?, actions::actions()))
+    let app = Application::compiled()?;
+    checked(Driver::new(app.machines, app.actions))
 }
 
 /// The engine with the compiled-in machines and Rust actions plus what the deployment
@@ -127,7 +129,23 @@ pub async fn driver_with(
     sdk: Option<&aws_config::SdkConfig>,
     runs_actions: bool,
 ) -> Result<(AppDriver, Option<harel_remote::Clients>), BootError> {
-    let mut definitions = machines::definitions()?;
+    let app = Application::compiled()?;
+    driver_for(app, definitions_dir, actions_file, sdk, runs_actions).await
+}
+
+/// [`driver_with`] for `app` instead of the compiled-in application (a test's machines
+/// added to it).
+pub async fn driver_for(
+    app: Application,
+    definitions_dir: Option<&Path>,
+    actions_file: Option<&Path>,
+    sdk: Option<&aws_config::SdkConfig>,
+    runs_actions: bool,
+) -> Result<(AppDriver, Option<harel_remote::Clients>), BootError> {
+    let Application {
+        machines: mut definitions,
+        actions: mut registry,
+    } = app;
     if let Some(dir) = definitions_dir {
         for defn in machines::dir_definitions(dir)? {
             if definitions.iter().any(|d| d.id == defn.id) {
@@ -139,7 +157,6 @@ pub async fn driver_with(
             definitions.push(defn);
         }
     }
-    let mut registry = actions::actions();
     let map_file = match (actions_file, definitions_dir) {
         (Some(file), _) => Some(file.to_path_buf()),
         (None, Some(dir)) => harel_remote::map_in_dir(dir)?,
@@ -256,9 +273,21 @@ pub async fn boot_with(
     config: Config,
     sdk: &aws_config::SdkConfig,
 ) -> Result<Services, BootError> {
+    boot_app(Application::compiled()?, role, config, sdk).await
+}
+
+/// [`boot_with`] running `app` instead of the compiled-in application (the functions' own
+/// wiring with a test's machines added).
+pub async fn boot_app(
+    app: Application,
+    role: Role,
+    config: Config,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Services, BootError> {
     // the worker and the relay (a child's start) commit steps: with the trace on, each
     // carries its entry, in the store's ring of `trace_max`
-    let (driver, remote) = driver_with(
+    let (driver, remote) = driver_for(
+        app,
         config.definitions_dir.as_deref(),
         config.actions_file.as_deref(),
         Some(sdk),
@@ -419,9 +448,6 @@ mod tests {
         let driver = driver().expect("the application boots");
         let mut ids: Vec<&str> = driver.machine_ids().collect();
         ids.sort();
-        assert_eq!(
-            ids,
-            vec!["Approval", "Flow", "Fulfilment", "Order", "ShopOrder"]
-        );
+        assert_eq!(ids, vec!["Approval", "Fulfilment", "Order", "ShopOrder"]);
     }
 }

@@ -5,9 +5,11 @@
 //! function before it takes any event.
 
 pub mod actions;
+pub mod application;
 pub mod aws;
 pub mod machines;
 pub mod shop;
 pub mod sweeper;
 
+pub use application::Application;
 pub use aws::{boot, init_tracing, BootError, Services};

@@ -131,13 +131,13 @@ async fn a_machine_from_the_definitions_dir_runs_to_its_end_with_remote_actions(
     // and the compiled-in machines still run beside it
     send(
         &source,
-        "flow-1",
-        create_body("Flow", Default::default(), Some("flow-1")),
+        "order-1",
+        create_body("Order", Default::default(), Some("order-1")),
     )
     .await;
     pump(&source, &worker).await;
-    let flow = store.load("flow-1").await.expect("load").expect("exists");
-    assert_eq!(flow.active_path.as_deref(), Some("Idle"));
+    let order = store.load("order-1").await.expect("load").expect("exists");
+    assert_eq!(order.active_path.as_deref(), Some("Cart"));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -216,8 +216,8 @@ fn a_broken_machine_or_map_stops_the_cold_start() {
         ),
         (
             "dup",
-            &[("flow.stm", "machine Flow {\n  initial A\n  final A ok\n}\n")],
-            &["machine Flow of"],
+            &[("order.stm", "machine Order {\n  initial A\n  final A ok\n}\n")],
+            &["machine Order of"],
         ),
     ];
     for (tag, files, expected) in cases {

@@ -18,12 +18,17 @@ use harel_store::prelude::*;
 use harel_store::MemoryStore;
 use harel_testkit::{config_from, memory_pump, pump, records, relay, send, MotoStack, Recorder};
 
-fn driver(clock: ManualClock) -> Driver {
-    Driver::new(
-        harel_app::machines::definitions().expect("machines"),
-        harel_app::actions::actions(),
+/// The application with the tests' own machine (`Flow`, harel_testkit::machines) added.
+fn app() -> harel_app::Application {
+    harel_app::Application::compiled().expect("machines").with(
+        harel_testkit::machines::flow(),
+        harel_testkit::machines::register_flow_actions,
     )
-    .with_clock(Arc::new(clock))
+}
+
+fn driver(clock: ManualClock) -> Driver {
+    let app = app();
+    Driver::new(app.machines, app.actions).with_clock(Arc::new(clock))
 }
 
 /// One way of carrying messages to the worker: SQS on moto, or the in-memory queue.
@@ -491,12 +496,10 @@ async fn a_long_suspension_parks_longer_each_time_and_never_dead_letters() {
 /// `DurableLogic`: everything inline, no queue).
 async fn flow_durable(id: &str) -> Vec<Execution> {
     let clock = ManualClock::new(1_000_000.0);
-    let runner = harel_runtime::DurableRunner::new(
-        MemoryStore::new(),
-        harel_app::machines::definitions().expect("machines"),
-    )
-    .with_registry(harel_app::actions::actions())
-    .with_clock(Arc::new(clock.clone()));
+    let app = app();
+    let runner = harel_runtime::DurableRunner::new(MemoryStore::new(), app.machines)
+        .with_registry(app.actions)
+        .with_clock(Arc::new(clock.clone()));
     let mut ctx = Object::new();
     ctx.insert("amount".into(), serde_json::json!(7));
     runner

@@ -22,6 +22,14 @@ use harel_store::{Commit, TimerOp};
 use harel_testkit::{pump, send, MotoStack, Recorder};
 use serde_json::Value;
 
+/// The application with the tests' own machine (`Flow`, harel_testkit::machines) added.
+fn app() -> harel_app::Application {
+    harel_app::Application::compiled().expect("machines").with(
+        harel_testkit::machines::flow(),
+        harel_testkit::machines::register_flow_actions,
+    )
+}
+
 /// A store whose requests the wire recorder counts.
 fn counted_store(moto: &MotoStack) -> (DynamoDbStore, Recorder) {
     let wire = Recorder::new();
@@ -256,10 +264,8 @@ async fn a_timer_armed_while_the_sweeper_is_idle_fires_about_a_second_after_its_
         transport: Arc::new(moto.transport()),
         wakes: Mutex::new(Vec::new()),
     });
-    let driver = Driver::new(
-        harel_app::machines::definitions().expect("machines"),
-        harel_app::actions::actions(),
-    );
+    let app = app();
+    let driver = Driver::new(app.machines, app.actions);
     let worker = Arc::new(
         Worker::new(
             moto.store(),

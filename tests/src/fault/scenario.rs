@@ -145,15 +145,24 @@ pub fn script(kind: &'static str, n: usize) -> Script {
     }
 }
 
-/// The app's machines and the storm's own (`storm.stm`: submachines and fan-out).
+/// The app's machines, the tests' `Flow` (`harel_testkit::machines`) and the storm's own
+/// (`storm.stm`: submachines and fan-out).
 pub fn definitions() -> Vec<harel_model::Definition> {
     const STORM: &str = include_str!("storm.stm");
     let mut all = harel_app::machines::definitions().expect("the app's machines load");
+    all.extend(harel_testkit::machines::flow());
     let program = harel_lang::parse(STORM, "storm.stm").expect("storm.stm parses");
     for name in program.machines.keys() {
         all.push(harel_lang::load_str(STORM, Some(name), "storm.stm").expect("storm.stm loads"));
     }
     all
+}
+
+/// The app's Rust actions and `Flow`'s.
+pub fn actions() -> harel_runtime::ActionRegistry {
+    let mut actions = harel_app::actions::actions();
+    harel_testkit::machines::register_flow_actions(&mut actions);
+    actions
 }
 
 /// `count` scripts: one of each kind first, then kinds drawn from `rng`.
@@ -198,7 +207,7 @@ impl Reference {
 pub async fn reference(scripts: &[Script]) -> Result<Reference, RuntimeError> {
     let clock = ManualClock::new(EPOCH);
     let runner = DurableRunner::new(Hooked::new(Box::default(), Marks::default()), definitions())
-        .with_registry(harel_app::actions::actions())
+        .with_registry(actions())
         .with_clock(Arc::new(clock.clone()));
     let mut broadcasts: HashMap<String, HashSet<String>> = HashMap::new();
     for phase in 0..PHASES {

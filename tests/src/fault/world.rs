@@ -173,7 +173,7 @@ impl World {
     }
 
     pub fn driver(&self) -> Driver {
-        Driver::new(self.definitions.clone(), harel_app::actions::actions())
+        Driver::new(self.definitions.clone(), super::scenario::actions())
             .with_clock(Arc::new(self.clock.clone()))
     }
 
