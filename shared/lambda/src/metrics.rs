@@ -1,4 +1,4 @@
-//! harel's metrics, published in CloudWatch's embedded metric format ([`crate::emf`]). One
+//! harel's metrics, published in CloudWatch's embedded metric format (EMF: [`EmfError`]). One
 //! invocation aggregates what it measured and prints one document for the function and one
 //! per machine (and per remote action, and per pinned machine version) it touched: EMF takes a
 //! dimension's value from the document's root, so two machines cannot share a document. Timings
