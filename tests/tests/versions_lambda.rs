@@ -61,17 +61,19 @@ fn machine(text: &str) -> Definition {
 
 type AppWorker = Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>;
 
-struct Stack {
+/// One stack that successive deploys run on (each [`Rollout::deploy`] a worker with other
+/// machines compiled in), as a deployment rolls versions: `Deployed` has one worker.
+struct Rollout {
     moto: MotoStack,
     source: SqsTransport,
     reader: DynamoDbStore,
     clock: ManualClock,
 }
 
-impl Stack {
-    async fn new() -> Stack {
+impl Rollout {
+    async fn new() -> Rollout {
         let moto = MotoStack::new("ver").await;
-        Stack {
+        Rollout {
             source: moto.source(),
             reader: moto.store(),
             clock: ManualClock::new(1_700_000_000.0),
@@ -82,13 +84,7 @@ impl Stack {
     /// A worker as a freshly deployed function builds it: `machines` compiled in, nothing
     /// cached, its DynamoDB requests counted.
     fn deploy(&self, machines: Vec<Definition>) -> (Arc<AppWorker>, Recorder) {
-        let counter = Recorder::new();
-        let ddb = aws_sdk_dynamodb::Client::from_conf(
-            aws_sdk_dynamodb::config::Builder::from(&self.moto.sdk)
-                .http_client(counter.http_client())
-                .build(),
-        );
-        let store = DynamoDbStore::new(ddb, &self.moto.prefix).expect("prefix");
+        let (store, counter) = self.moto.counted_store();
         let driver = Driver::new(machines, ActionRegistry::with_stdlib())
             .with_clock(Arc::new(self.clock.clone()));
         let worker = Arc::new(Worker::new(
@@ -128,7 +124,7 @@ impl Stack {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn an_execution_keeps_its_version_across_a_deploy_and_a_new_one_takes_the_new() {
-    let stack = Stack::new().await;
+    let stack = Rollout::new().await;
     let v1 = versions::version_of_definition(&machine(V1)).expect("v1");
     let v2 = versions::version_of_definition(&machine(V2)).expect("v2");
     assert_ne!(v1, v2);
@@ -189,7 +185,7 @@ async fn an_execution_keeps_its_version_across_a_deploy_and_a_new_one_takes_the_
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_parked_execution_migrates_with_a_map_and_finishes_on_the_new_version() {
-    let stack = Stack::new().await;
+    let stack = Rollout::new().await;
     let (first, _) = stack.deploy(vec![machine(V1)]);
     stack.create(&first, "parked").await;
     stack.event(&first, "parked", "Hold").await;
@@ -300,7 +296,7 @@ print(store.load(eid).model_dump_json())
 "#;
 
 fn harel(
-    stack: &Stack,
+    stack: &Rollout,
     machine_text: &str,
     action: &str,
     id: &str,
@@ -331,7 +327,7 @@ fn harel(
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn harel_python_executions_run_unpinned_and_a_python_write_drops_the_pin() {
-    let stack = Stack::new().await;
+    let stack = Rollout::new().await;
     let (worker, _) = stack.deploy(vec![machine(V2)]);
 
     // created by harel Python: no version, so it runs on the deployed definition, as before
@@ -388,7 +384,7 @@ fn regions_v2() -> String {
     REGIONS_V1.replace("A1", "AWait").replace("B1", "BWait")
 }
 
-async fn regions_of(stack: &Stack, id: &str) -> Vec<Execution> {
+async fn regions_of(stack: &Rollout, id: &str) -> Vec<Execution> {
     let parent = stack.load(id).await;
     let mut out = Vec::new();
     for child in parent.children.keys() {
@@ -400,7 +396,7 @@ async fn regions_of(stack: &Stack, id: &str) -> Vec<Execution> {
 #[tokio::test]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn regions_run_on_their_parents_version_and_migrate_with_it() {
-    let stack = Stack::new().await;
+    let stack = Rollout::new().await;
     let v1 = versions::version_of_definition(&machine(REGIONS_V1)).expect("v1");
     let target = machine(&regions_v2());
     let document = versions::bundle_document(&target).expect("doc");

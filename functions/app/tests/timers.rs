@@ -30,20 +30,6 @@ fn app() -> harel_app::Application {
     )
 }
 
-/// A store whose requests the wire recorder counts.
-fn counted_store(moto: &MotoStack) -> (DynamoDbStore, Recorder) {
-    let wire = Recorder::new();
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        aws_sdk_dynamodb::config::Builder::from(&moto.sdk)
-            .http_client(wire.http_client())
-            .build(),
-    );
-    (
-        DynamoDbStore::new(client, &moto.prefix).expect("prefix"),
-        wire,
-    )
-}
-
 /// The DynamoDB requests since the last take, by operation, and the items they read
 /// (`ScannedCount` of each answer: what DynamoDB bills a Query or a Scan for).
 fn take(wire: &Recorder) -> (BTreeMap<String, usize>, u64) {
@@ -159,7 +145,7 @@ async fn a_burst_due_in_one_second_lands_on_every_shard_and_fires_exactly_once()
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn an_idle_sweeper_returns_at_once_after_one_query_per_shard() {
     let moto = MotoStack::new("ti").await;
-    let (store, wire) = counted_store(&moto);
+    let (store, wire) = moto.counted_store();
     arm(&store, "idle", 50, 5_000_000.0).await; // armed, due long after the window
     wire.take();
     // minute 33333 of the epoch: not one of the compatibility Scan's (every 5th)
@@ -199,7 +185,7 @@ async fn an_idle_sweeper_returns_at_once_after_one_query_per_shard() {
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_poll_reads_the_timers_due_not_the_timers_stored() {
     let moto = MotoStack::new("tr").await;
-    let (store, wire) = counted_store(&moto);
+    let (store, wire) = moto.counted_store();
     arm(&store, "later", 300, 5_000_000.0).await;
     arm(&store, "due", 5, 1_000_000.0).await;
     wire.take();

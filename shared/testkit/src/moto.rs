@@ -62,6 +62,19 @@ impl MotoStack {
             .expect("the prefix is an identifier")
     }
 
+    /// A store on these tables whose DynamoDB requests the returned recorder counts (what a
+    /// freshly booted function pays, request by request).
+    pub fn counted_store(&self) -> (DynamoDbStore, crate::Recorder) {
+        let wire = crate::Recorder::new();
+        let client = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(&self.sdk)
+                .http_client(wire.http_client())
+                .build(),
+        );
+        let store = DynamoDbStore::new(client, &self.prefix).expect("the prefix is an identifier");
+        (store, wire)
+    }
+
     /// The worker's transport: this queue, dead letters to this DLQ.
     pub fn transport(&self) -> SqsTransport {
         SqsTransport::new(self.sqs.clone(), &self.queue).with_dead_letter_queue(&self.dlq)
