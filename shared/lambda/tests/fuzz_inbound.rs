@@ -3,7 +3,7 @@
 //! panics, never hangs (each case under `harel_fuzzing`'s deadline), and never asks for a
 //! retry of a message that can never succeed: a malformed one is dead-lettered. In process
 //! (MemoryStore, MemoryTransport), on the `Flow` machine, with one live execution (`f-1`)
-//! the events reach. The parser alone is fuzzed in shared/sqs/tests/fuzz.rs.
+//! the events reach. The parser alone is fuzzed in shared/queue/tests/fuzz.rs.
 
 mod common;
 
