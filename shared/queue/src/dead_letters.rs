@@ -32,8 +32,8 @@ pub const LOOK_HOLD: Duration = Duration::from_secs(30);
 pub struct DeadLetter {
     /// The DLQ's message id (what `harel dlq show|redrive|delete` take).
     pub message_id: String,
-    /// The handle of this look's receive: what `release` and `delete` need (never shown or
-    /// serialized; it is void once the look's hold expires).
+    /// The handle of this look's receive: what `release` and `delete` take (not serialized:
+    /// it means nothing outside this look).
     #[serde(skip)]
     pub receipt_handle: String,
     /// The message group: the target execution, or [`MALFORMED_GROUP`] when the original had

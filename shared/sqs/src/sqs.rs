@@ -133,7 +133,8 @@ impl SqsTransport {
     }
 
     /// [`receive_from`](Self::receive_from) the main queue: up to `max` messages, waiting up to
-    /// `wait` (at most 20 s) for one, each hidden for `visibility` until deleted or released.
+    /// `wait` (at most 20 s) for one, each hidden from other receives for `visibility` (delete
+    /// it before then).
     pub async fn receive(
         &self,
         max: i32,
