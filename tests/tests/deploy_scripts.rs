@@ -132,14 +132,23 @@ fn binaries_for_the_other_architecture_are_refused() {
     let _ = std::fs::remove_dir_all(empty);
 }
 
-/// sam-build.sh with a `rustup` that knows only the x86_64 target: the default environment
-/// (arm64) is refused with what to do, before any tool is installed or anything compiled.
+/// sam-build.sh with a `rustup` that has only the x86_64 target and cannot download another:
+/// for the default environment (arm64) it tries to add the aarch64 target, then refuses with
+/// what to do, before any tool is installed or anything compiled.
 #[test]
 #[ignore = "needs the Python venv (harel, moto, boto3): scripts/test.sh runs it"]
-fn the_build_refuses_an_architecture_whose_target_is_missing() {
+fn the_build_installs_a_missing_target_and_refuses_when_it_cannot() {
     let dir = scratch("rustup");
     let rustup = dir.join("rustup");
-    std::fs::write(&rustup, "#!/bin/sh\necho x86_64-unknown-linux-gnu\n").expect("write");
+    let log = dir.join("rustup.log");
+    std::fs::write(
+        &rustup,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$1 $2\" in\n  'target list') echo x86_64-unknown-linux-gnu ;;\n  'target add') echo \"error: could not download rust-std for $3\" >&2; exit 1 ;;\nesac\n",
+            log.display()
+        ),
+    )
+    .expect("write");
     Command::new("chmod")
         .arg("+x")
         .arg(&rustup)
@@ -158,10 +167,23 @@ fn the_build_refuses_an_architecture_whose_target_is_missing() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let said = text(&out);
     assert!(
+        said.contains("installing the Rust target aarch64-unknown-linux-gnu"),
+        "{said}"
+    );
+    assert!(
+        said.contains("could not download rust-std for aarch64-unknown-linux-gnu"),
+        "rustup's own reason is shown: {said}"
+    );
+    assert!(
         said.contains(
-            "deploys arm64, but the Rust target aarch64-unknown-linux-gnu is not installed"
+            "deploys arm64, but the Rust target aarch64-unknown-linux-gnu cannot be installed"
         ),
         "{said}"
+    );
+    let calls = std::fs::read_to_string(&log).expect("rustup was called");
+    assert!(
+        calls.contains("target add aarch64-unknown-linux-gnu"),
+        "{calls}"
     );
     assert!(
         said.contains("rustup target add aarch64-unknown-linux-gnu"),
