@@ -14,34 +14,55 @@ use harel_sqs::SqsTransport;
 use crate::machines;
 use crate::Application;
 
+/// Why a function would not start: every variant names what to fix (a variable, a machine
+/// file, an action, a table), and the function takes no event until it is fixed.
 #[derive(thiserror::Error)]
 pub enum BootError {
+    /// A `HAREL_*` variable is missing or malformed.
     #[error("configuration: {0}")]
     Config(#[from] harel_lambda::ConfigError),
+    /// A compiled-in machine or one of the machines folder does not load.
     #[error(transparent)]
     Machine(#[from] machines::MachineError),
     #[error("actions named by the machines but bound nowhere (no Rust action, no entry in the action map): {0}")]
+    /// `machine: action` pairs no Rust action and no action map binds.
     Unbound(String),
     #[error("actions bound with inputs they refuse: {0}")]
+    /// `machine: problem` pairs: actions bound with inputs their binding refuses.
     ActionInputs(String),
+    /// The action map (`actions.json`/`.yaml`, `HAREL_ACTIONS_FILE`) does not read.
     #[error(transparent)]
     ActionMap(#[from] harel_remote::MapError),
     #[error("remote actions: {0}")]
+    /// A remote action cannot be bound (a header secret unread, a bad target).
     Remote(#[from] harel_remote::BindError),
     #[error("callback tokens: {0}")]
+    /// The callback secret (`HAREL_CALLBACK_SECRET`) cannot be read.
     Callback(#[from] harel_hooks::SecretError),
+    /// The webhooks file (`HAREL_HOOKS_FILE`) does not read or names unknown machines.
     #[error(transparent)]
     HooksFile(#[from] harel_hooks::FileError),
     #[error("webhooks: {0}")]
+    /// A webhook's secret cannot be read.
     HookSecret(harel_hooks::SecretError),
     #[error("machine {id} of {file} has the name of a machine compiled into the functions")]
-    DuplicateMachine { id: String, file: String },
+    /// A machine of the machines folder has a compiled-in machine's name.
+    DuplicateMachine {
+        /// The machine's name.
+        id: String,
+        /// The folder it was found in.
+        file: String,
+    },
     #[error("store: {0}")]
+    /// The store's table prefix is not usable.
     Tables(#[from] harel_dynamodb::TablesError),
     #[error("store: {0}")]
+    /// The store refused its settings (the timers' shard count).
     Store(#[from] harel_store::StoreError),
     #[error("idempotency: {0}")]
+    /// The idempotency layer's settings are invalid.
     Idempotency(#[from] harel_idempotency::IdempotencyError),
+    /// The schedules file (`HAREL_SCHEDULES_FILE`) does not read.
     #[error(transparent)]
     Schedules(#[from] harel_schedule::FileError),
 }
@@ -53,15 +74,22 @@ impl std::fmt::Debug for BootError {
     }
 }
 
+/// The engine the functions run (the app's machines and actions, checked).
 pub type AppDriver = Driver;
+/// The worker the `worker` function runs: DynamoDB, SQS and the idempotency table.
 pub type AppWorker = Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>;
 
 /// Everything a function needs, built once.
 pub struct Services {
+    /// The function's configuration, read from its environment.
     pub config: Config,
+    /// The execution store on the stack's tables (X-Ray traced when tracing is on).
     pub store: DynamoDbStore,
+    /// The stack's FIFO queue, dead letters to its DLQ.
     pub transport: SqsTransport,
+    /// The engine with every machine and action, checked.
     pub driver: AppDriver,
+    /// The idempotency layer on `IDEMPOTENCY_TABLE` (None when the variable is unset).
     pub idempotency: Option<Idempotency<aws_sdk_dynamodb::Client>>,
     /// The worker's: wakes the sweeper for a timer due before the next tick.
     pub waker: Option<Arc<dyn Waker>>,
@@ -89,6 +117,7 @@ impl Services {
         harel_lambda::relay::deadline_with_reserve(remaining, self.config.time_reserve)
     }
 
+    /// The worker these services make (the sweeper's waker attached when there is one).
     pub fn into_worker(self) -> Arc<AppWorker> {
         let worker = Worker::new(
             self.store,
@@ -250,6 +279,8 @@ fn checked(driver: AppDriver) -> Result<AppDriver, BootError> {
     Ok(driver)
 }
 
+/// Cold start of a function in `role`: its configuration from the environment, the SDK's from
+/// the standard chain, then [`boot_with`].
 pub async fn boot(role: Role) -> Result<Services, BootError> {
     let config = Config::from_env(role)?;
     // the SDK's standard chain: AWS_REGION, credentials, AWS_ENDPOINT_URL for local endpoints;

@@ -14,10 +14,14 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("fulfilment.stm", include_str!("../machines/fulfilment.stm")),
 ];
 
+/// A machine file that does not load, with the loader's reason (`file:line:col: message`
+/// for a parse error, the issues for a machine that breaks harel's rules).
 #[derive(Debug, thiserror::Error)]
 #[error("machine file {file}: {message}")]
 pub struct MachineError {
+    /// The file (or the machines folder).
     pub file: String,
+    /// What is wrong with it.
     pub message: String,
 }
 

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 const FREE_SHIPPING_CENTS: i64 = 5_000;
 const SHIPPING_CENTS: i64 = 490;
 
+/// Bind the example shop's actions (`shop_actions.*`, named by machines/shop_order.stm).
 pub fn register(actions: &mut ActionRegistry) {
     actions.register_fn("shop_actions.price_order", |ctx, _e, _i| price_order(ctx));
     actions.register_fn("shop_actions.reserve_stock", |ctx, _e, _i| {

@@ -14,14 +14,18 @@ use crate::Services;
 /// The schedules the sweeper starts and where their marks are kept.
 #[derive(Clone, Debug)]
 pub struct ScheduledStarts {
+    /// The schedules file's entries, checked against the machines.
     pub schedules: Schedules,
+    /// Each schedule's last start, kept in DynamoDB so a start happens once per slot.
     pub marks: DynamoDbMarks,
 }
 
 /// What one invocation did.
 #[derive(Clone, Debug, Default)]
 pub struct SweeperRun {
+    /// The invocation was a worker's wake (a timer due before the next tick), not a tick.
     pub woken: bool,
+    /// What the timer sweep fired and how many reads it made.
     pub sweep: SweepReport,
     /// The schedules' tick (None: a wake, or no schedules file).
     pub schedules: Option<TickReport>,
@@ -39,10 +43,13 @@ impl SweeperRun {
     }
 }
 
+/// Why an invocation failed (Lambda retries a scheduled invocation).
 #[derive(Debug, thiserror::Error)]
 pub enum SweeperError {
+    /// Firing timers failed (a store or queue error).
     #[error(transparent)]
     Sweep(#[from] harel_lambda::sweeper::SweepError),
+    /// Starting the scheduled executions failed.
     #[error(transparent)]
     Schedules(#[from] harel_schedule::TickError),
 }
