@@ -11,7 +11,9 @@ use std::process::{Child, Command, Stdio};
 /// The server's process, killed when dropped.
 pub struct ActionServer {
     child: Child,
-    base: String,
+    /// The server's root URL (`http://127.0.0.1:PORT`): `GET {base}/calls` lists the calls
+    /// it received.
+    pub base: String,
 }
 
 /// harel's Python: `HAREL_PYTHON`, else the workspace's venv (`scripts/python-env.sh`).
