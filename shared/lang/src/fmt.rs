@@ -13,7 +13,7 @@
 //! turn the rest of a comment into code), and only the grammar's whitespace (space,
 //! tab, `\r`) is trimmed. On every file made of ordinary lines the output is harel's.
 //!
-//! [`format`] is the safe entry point: it refuses text that does not parse (with the
+//! [`format()`] is the safe entry point: it refuses text that does not parse (with the
 //! parser's located error) and checks that the formatted text parses to the same
 //! program, positions aside, before handing it back.
 
@@ -74,7 +74,7 @@ fn is_blank(c: char) -> bool {
 }
 
 /// `src` reindented (see the module doc). Pure text: it neither needs nor checks that
-/// `src` parses; [`format`] does.
+/// `src` parses; [`format()`] does.
 pub fn format_text(src: &str) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut level: usize = 0;
