@@ -40,7 +40,7 @@ pub const COMMIT_RESERVE: Duration = Duration::from_secs(2);
 pub struct RemoteAction {
     binding: Binding,
     headers: HeaderMap,
-    /// Bound with [`Secrets::unread`] while its headers read AWS: never called here.
+    /// Bound with [`Secrets::unread`](crate::Secrets::unread) while its headers read AWS: never called here.
     unread: Option<String>,
     clients: Clients,
 }
