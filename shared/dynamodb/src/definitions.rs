@@ -70,6 +70,59 @@ impl Definitions for DynamoDbStore {
             .transpose()
     }
 
+    /// Eventually consistent, the key alone projected (the read units are the whole item's
+    /// all the same): a version once kept is never removed, so a "kept" read at any replica
+    /// is exact, and a stale "not kept" only keeps it again with the commit (the same
+    /// content, `if_not_exists`).
+    async fn has_definition(&self, version: &str) -> StoreResult<bool> {
+        let table = self.tables.definitions();
+        let resp = self
+            .client
+            .get_item()
+            .table_name(&table)
+            .key("version", s(version))
+            .projection_expression("#v")
+            .expression_attribute_names("#v", "version")
+            .consistent_read(false)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", &table, e))?;
+        Ok(resp.item().is_some())
+    }
+
+    /// One BatchGetItem for both, eventually consistent (see `load_eventually` and
+    /// `has_definition`): the existence check of a create, which a cold process (a `harel
+    /// run` command, a cold worker) makes anyway, learns the version is kept with no request
+    /// of its own.
+    async fn load_with_definition(
+        &self,
+        execution_id: &str,
+        version: &str,
+    ) -> StoreResult<(Option<Execution>, bool)> {
+        let exe_table = self.tables.executions();
+        let def_table = self.tables.definitions();
+        let def_keys = KeysAndAttributes::builder()
+            .keys(HashMap::from([("version".to_string(), s(version))]))
+            .projection_expression("#v")
+            .expression_attribute_names("#v", "version")
+            .consistent_read(false)
+            .build()
+            .expect("keys are set");
+        let request = HashMap::from([
+            (exe_table.clone(), self.execution_keys(execution_id, false)),
+            (def_table.clone(), def_keys),
+        ]);
+        let mut found = self.batch_get(request, execution_id).await?;
+        let kept = found.remove(&def_table).is_some_and(|v| !v.is_empty());
+        let exe = found
+            .remove(&exe_table)
+            .and_then(|v| v.into_iter().next())
+            .map(|item| self.execution_of(&item))
+            .transpose()?;
+        Ok((exe, kept))
+    }
+
     async fn list_definitions(&self) -> StoreResult<Vec<DefinitionDoc>> {
         let table = self.tables.definitions();
         let items = self

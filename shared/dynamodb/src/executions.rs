@@ -82,6 +82,80 @@ impl DynamoDbStore {
         Ok(resp.item().is_some())
     }
 
+    /// One BatchGetItem, its unprocessed keys asked again (unlike harel, which reads them as
+    /// "absent") until every key was read: the items found, by table.
+    pub(crate) async fn batch_get(
+        &self,
+        mut request: HashMap<String, KeysAndAttributes>,
+        execution_id: &str,
+    ) -> StoreResult<HashMap<String, Vec<Item>>> {
+        let mut tables = request.keys().cloned().collect::<Vec<_>>();
+        tables.sort();
+        let tables = tables.join(", ");
+        let mut found: HashMap<String, Vec<Item>> = HashMap::new();
+        let mut backoff = Duration::from_millis(50);
+        for _ in 0..8 {
+            let resp = self
+                .client
+                .batch_get_item()
+                .set_request_items(Some(request.clone()))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .map_err(|e| errors::classify("BatchGetItem", &tables, e))?;
+            for (table, items) in resp.responses().into_iter().flatten() {
+                found
+                    .entry(table.clone())
+                    .or_default()
+                    .extend(items.iter().cloned());
+            }
+            request = resp.unprocessed_keys().cloned().unwrap_or_default();
+            request.retain(|_, k| !k.keys().is_empty());
+            if request.is_empty() {
+                return Ok(found);
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+        Err(StoreError::retryable(format!(
+            "DynamoDB BatchGetItem left keys of {execution_id:?} unprocessed after 8 attempts"
+        )))
+    }
+
+    /// The executions item's `load`, read as `consistent` says.
+    pub(crate) async fn load_read(
+        &self,
+        execution_id: &str,
+        consistent: bool,
+    ) -> StoreResult<Option<Execution>> {
+        let resp = self
+            .client
+            .get_item()
+            .table_name(self.tables.executions())
+            .key("id", s(execution_id))
+            .projection_expression("#d, #t")
+            .expression_attribute_names("#d", "data")
+            .expression_attribute_names("#t", TRACE_IDX_ATTR)
+            .consistent_read(consistent)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
+        resp.item().map(|item| self.execution_of(item)).transpose()
+    }
+
+    /// The keys `load` reads, as a BatchGetItem asks them.
+    pub(crate) fn execution_keys(&self, execution_id: &str, consistent: bool) -> KeysAndAttributes {
+        KeysAndAttributes::builder()
+            .keys(HashMap::from([("id".to_string(), s(execution_id))]))
+            .projection_expression("#d, #t")
+            .expression_attribute_names("#d", "data")
+            .expression_attribute_names("#t", TRACE_IDX_ATTR)
+            .consistent_read(consistent)
+            .build()
+            .expect("keys are set")
+    }
+
     /// Parse an executions item (`data`, and the trace idx we keep beside it).
     /// The commit, with a machine version kept in its transaction when `keep` has one.
     pub(crate) async fn commit_with(
@@ -185,21 +259,15 @@ impl DynamoDbStore {
 
 impl Executions for DynamoDbStore {
     async fn load(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
-        // strongly consistent: a stale copy would only buy a needless CAS conflict
-        let resp = self
-            .client
-            .get_item()
-            .table_name(self.tables.executions())
-            .key("id", s(execution_id))
-            .projection_expression("#d, #t")
-            .expression_attribute_names("#d", "data")
-            .expression_attribute_names("#t", TRACE_IDX_ATTR)
-            .consistent_read(self.consistent_reads)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
-        resp.item().map(|item| self.execution_of(item)).transpose()
+        // strongly consistent by default: what a caller reads back after its own write, or
+        // acts on with no commit to catch a stale copy
+        self.load_read(execution_id, self.consistent_reads).await
+    }
+
+    /// Eventually consistent: half the read units, for a read whose staleness the commit
+    /// after it catches (see the trait).
+    async fn load_eventually(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
+        self.load_read(execution_id, false).await
     }
 
     async fn load_for_event(
@@ -212,14 +280,7 @@ impl Executions for DynamoDbStore {
         // the event twice
         let exe_table = self.tables.executions();
         let proc_table = self.tables.processed();
-        let exe_keys = KeysAndAttributes::builder()
-            .keys(HashMap::from([("id".to_string(), s(execution_id))]))
-            .projection_expression("#d, #t")
-            .expression_attribute_names("#d", "data")
-            .expression_attribute_names("#t", TRACE_IDX_ATTR)
-            .consistent_read(self.consistent_reads)
-            .build()
-            .expect("keys are set");
+        let exe_keys = self.execution_keys(execution_id, self.consistent_reads);
         let proc_keys = KeysAndAttributes::builder()
             .keys(HashMap::from([
                 ("execution_id".to_string(), s(execution_id)),
@@ -228,46 +289,18 @@ impl Executions for DynamoDbStore {
             .consistent_read(self.consistent_reads)
             .build()
             .expect("keys are set");
-        let mut request: HashMap<String, KeysAndAttributes> = HashMap::from([
+        let request: HashMap<String, KeysAndAttributes> = HashMap::from([
             (exe_table.clone(), exe_keys),
             (proc_table.clone(), proc_keys),
         ]);
-        let mut exe_item: Option<Item> = None;
-        let mut processed = false;
-        let mut backoff = Duration::from_millis(50);
-        // unlike harel, keys DynamoDB leaves unprocessed (throttling) are asked again rather
-        // than read as "absent"
-        for _ in 0..8 {
-            let resp = self
-                .client
-                .batch_get_item()
-                .set_request_items(Some(request.clone()))
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .send()
-                .await
-                .map_err(|e| {
-                    errors::classify("BatchGetItem", &format!("{exe_table}, {proc_table}"), e)
-                })?;
-            if let Some(responses) = resp.responses() {
-                if let Some(item) = responses.get(&exe_table).and_then(|v| v.first()) {
-                    exe_item = Some(item.clone());
-                }
-                if responses.get(&proc_table).is_some_and(|v| !v.is_empty()) {
-                    processed = true;
-                }
-            }
-            request = resp.unprocessed_keys().cloned().unwrap_or_default();
-            request.retain(|_, k| !k.keys().is_empty());
-            if request.is_empty() {
-                let exe = exe_item.map(|item| self.execution_of(&item)).transpose()?;
-                return Ok((exe, processed));
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
-        }
-        Err(StoreError::retryable(format!(
-            "DynamoDB BatchGetItem left keys of {execution_id:?} unprocessed after 8 attempts"
-        )))
+        let mut found = self.batch_get(request, execution_id).await?;
+        let processed = found.remove(&proc_table).is_some_and(|v| !v.is_empty());
+        let exe = found
+            .remove(&exe_table)
+            .and_then(|v| v.into_iter().next())
+            .map(|item| self.execution_of(&item))
+            .transpose()?;
+        Ok((exe, processed))
     }
 
     async fn commit(&self, exe: &mut Execution, commit: Commit) -> StoreResult<Vec<u64>> {

@@ -140,6 +140,29 @@ async fn duplicate_deliveries_change_nothing() {
     assert!(
         matches!(&outcome[0].records[0].1, Ok(RecordOutcome::AlreadyExists { execution_id }) if execution_id == "d-1")
     );
+
+    // its existence check is eventually consistent: a stale "absent" is refused by the
+    // insert-if-absent commit, and the create is the same no-op
+    h.worker
+        .store
+        .stale_absent_next_load
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    h.send("d-1", create_body("Flow", Object::new(), Some("d-1")))
+        .await;
+    let outcome = h.pump(2).await;
+    assert!(
+        !h.worker
+            .store
+            .stale_absent_next_load
+            .load(std::sync::atomic::Ordering::SeqCst),
+        "the create read eventually consistent"
+    );
+    assert!(
+        matches!(&outcome[0].records[0].1, Ok(RecordOutcome::AlreadyExists { execution_id }) if execution_id == "d-1"),
+        "{:?}",
+        outcome[0].records
+    );
+    assert_eq!(h.exe("d-1").await, after_first, "nothing changed");
 }
 
 #[tokio::test]

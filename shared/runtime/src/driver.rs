@@ -332,10 +332,10 @@ impl Driver {
     /// A never-committed root execution without a pin starts on the deployed version of its
     /// machine. One already committed without a pin (created before versions, or last
     /// written by harel Python, which drops the field) stays unpinned and runs on the
-    /// deployed definition, as it always did. Returns the version's document when this
-    /// process has not made sure yet that the store keeps it: the first commit keeps it,
-    /// so every later host can rebuild it.
-    fn pin_new(&self, exe: &mut Execution) -> Option<DefinitionDoc> {
+    /// deployed definition, as it always did. Returns the version when this process has not
+    /// made sure yet that the store keeps it and has its document (a version not deployed
+    /// here was read from the store: it is kept already).
+    fn pin_new(&self, exe: &mut Execution) -> Option<String> {
         if !self.pinning || exe.version != 0 {
             return None;
         }
@@ -357,11 +357,71 @@ impl Driver {
         }
         let version = exe.pinned_version()?;
         let kept = self.versions.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.contains(version) {
-            return None;
+        (!kept.contains(version) && self.versions.deployed.contains_key(version))
+            .then(|| version.to_string())
+    }
+
+    /// This process knows the store keeps `version` (it read it there, or committed it).
+    pub(crate) fn known_kept(&self, version: &str) {
+        self.versions
+            .kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(version.to_string());
+    }
+
+    /// What the commit of a new execution pinned to `version` must keep with it: nothing
+    /// when the store keeps it already, which a process that has not kept it itself (a cold
+    /// worker, each `harel run` command) learns by a read, eventually consistent and of the
+    /// key alone (half a read unit for a version up to 4 KB), rather than by writing the
+    /// whole document again with every create (two write units per KB, in the transaction).
+    /// A version is never referenced before it is kept: when the read says "absent" (or is
+    /// stale), the document goes into the execution's own transaction, so no crash can leave
+    /// an execution whose version cannot be loaded.
+    async fn to_keep<S: ExecutionStore>(
+        &self,
+        store: &S,
+        version: &str,
+    ) -> Result<Option<DefinitionDoc>, RuntimeError> {
+        let read_absent = self
+            .versions
+            .absent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(version);
+        if !read_absent && store.has_definition(version).await? {
+            self.known_kept(version);
+            return Ok(None);
         }
-        // a version not deployed here was read from the store: it is kept already
-        self.versions.doc(version, self.clock.now())
+        Ok(self.versions.doc(version, self.clock.now()))
+    }
+
+    /// A create's existence check: whether `exe.id` exists, read eventually consistent (a
+    /// stale "absent" is caught by the create's insert-if-absent commit, a
+    /// `StoreError::Conflict` at version 0, which the host then reports as the execution
+    /// existing). Pins `exe` as its first step will, and when this process has not kept that
+    /// version yet, learns whether the store keeps it in the same request
+    /// ([`harel_store::Definitions::load_with_definition`]), so the step neither reads it
+    /// again nor writes it when it is kept.
+    pub async fn load_for_create<S: ExecutionStore>(
+        &self,
+        store: &S,
+        exe: &mut Execution,
+    ) -> Result<Option<Execution>, RuntimeError> {
+        let Some(version) = self.pin_new(exe) else {
+            return Ok(store.load_eventually(&exe.id).await?);
+        };
+        let (found, kept) = store.load_with_definition(&exe.id, &version).await?;
+        if kept {
+            self.known_kept(&version);
+        } else {
+            self.versions
+                .absent
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(version);
+        }
+        Ok(found)
     }
 
     /// harel `_resolve_machine`: a submachine by its FQN among the registered definitions
@@ -512,7 +572,10 @@ impl Driver {
         exe: &mut Execution,
         event: Option<&Event>,
     ) -> Result<CommitReceipt, RuntimeError> {
-        let keep = self.pin_new(exe);
+        let keep = match self.pin_new(exe) {
+            Some(version) => self.to_keep(store, &version).await?,
+            None => None,
+        };
         let defn = self.resolve(store, exe).await?;
         let defn = defn.as_ref();
         let event_id = event.map(|ev| ev.id.clone());
@@ -556,11 +619,7 @@ impl Driver {
         let seqs = match &keep {
             Some(doc) => {
                 let seqs = store.commit_keeping(exe, commit, doc).await?;
-                self.versions
-                    .kept
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(doc.version.clone());
+                self.known_kept(&doc.version);
                 seqs
             }
             None => store.commit(exe, commit).await?,

@@ -8,13 +8,18 @@ use std::sync::Arc;
 
 use harel_model::schema::{check_context, check_event, with_defaults};
 use harel_model::{Definition, Event, Execution, Object};
-use harel_store::ExecutionStore;
+use harel_store::{ExecutionStore, StoreError};
 
 use crate::actions::ActionRegistry;
 use crate::clock::Clock;
 use crate::delivery::inline::Inline;
 use crate::driver::{ActionErrorPolicy, Driver};
 use crate::RuntimeError;
+
+/// Whether `exe` has orthogonal regions alive (a domain event goes to them).
+fn has_live_regions(exe: &Execution) -> bool {
+    exe.children.values().any(|c| !c.finished && !c.submachine)
+}
 
 /// The [`Driver`] over one store, delivering inline.
 pub struct DurableRunner<S> {
@@ -139,8 +144,17 @@ impl<S: ExecutionStore> DurableRunner<S> {
         context: Option<Object>,
         execution_id: Option<&str>,
     ) -> Result<Execution, RuntimeError> {
+        let mut exe = Execution::new(definition_id);
         if let Some(id) = execution_id {
-            if self.store.load(id).await?.is_some() {
+            exe.id = id.into();
+            // eventually consistent, with the version's check when this process has not kept
+            // it yet (`Driver::load_for_create`); a stale "absent" is refused by the commit
+            if self
+                .driver
+                .load_for_create(&self.store, &mut exe)
+                .await?
+                .is_some()
+            {
                 return Err(RuntimeError::AlreadyExists(id.to_string()));
             }
         }
@@ -149,12 +163,20 @@ impl<S: ExecutionStore> DurableRunner<S> {
             .ok_or_else(|| RuntimeError::UnknownDefinition(definition_id.to_string()))?;
         let context = with_defaults(&defn.context_schema, &context.unwrap_or_default());
         check_context(&defn.context_schema, &context, true)?;
-        let mut exe = Execution::new(definition_id);
-        if let Some(id) = execution_id {
-            exe.id = id.into();
-        }
         exe.context = context;
-        self.driver.step(&self.store, &mut exe, None).await?;
+        match self.driver.step(&self.store, &mut exe, None).await {
+            Ok(_) => {}
+            // it existed after all (the existence check read a stale copy, or another
+            // creator came first): the insert-if-absent commit wrote nothing
+            Err(RuntimeError::Store(StoreError::Conflict {
+                execution_id: id,
+                expected: 0,
+                ..
+            })) if id == exe.id.as_str() => {
+                return Err(RuntimeError::AlreadyExists(id));
+            }
+            Err(e) => return Err(e),
+        }
         let touched = self.inline().flush().await?;
         self.current(exe, &touched).await
     }
@@ -176,12 +198,46 @@ impl<S: ExecutionStore> DurableRunner<S> {
 
     /// Process one event: checked against its declaration before anything runs, broadcast
     /// to live regions when it is a domain event and there are some.
+    ///
+    /// The execution is read eventually consistent (half the read units): a stale copy
+    /// carries an older version, so the step's commit fails its version check and the event
+    /// is processed again from a strong read (the stale attempt's actions ran, as they do
+    /// when another writer wins a race: each action has its idempotency key, the same on
+    /// both attempts). Read strongly instead: an execution the eventual read did not find (it
+    /// may be that new), one whose copy has live regions (a broadcast commits nothing on the
+    /// parent, so nothing would catch a stale list of regions), and, when no step of it was
+    /// committed (the event was processed already), the execution handed back.
     pub async fn process(
         &self,
         execution_id: &str,
         event: &Event,
     ) -> Result<Execution, RuntimeError> {
-        let mut exe = self.loaded(execution_id).await?;
+        let exe = match self.store.load_eventually(execution_id).await? {
+            Some(exe) if !has_live_regions(&exe) => exe,
+            _ => {
+                return self
+                    .process_from(self.loaded(execution_id).await?, event)
+                    .await
+            }
+        };
+        let read = exe.version;
+        match self.process_from(exe, event).await {
+            Err(RuntimeError::Store(StoreError::Conflict {
+                execution_id: id, ..
+            })) if id == execution_id => {
+                let exe = self.loaded(execution_id).await?;
+                self.process_from(exe, event).await
+            }
+            Ok(exe) if exe.version == read => self.loaded(execution_id).await,
+            other => other,
+        }
+    }
+
+    async fn process_from(
+        &self,
+        mut exe: Execution,
+        event: &Event,
+    ) -> Result<Execution, RuntimeError> {
         let defn = self.driver.resolve(&self.store, &exe).await?;
         check_event(&defn.events, &event.kind, &event.data)?;
         let touched = self.inline().inject(&mut exe, event).await?;

@@ -199,6 +199,9 @@ pub(crate) struct Versions {
     pub cache: Mutex<HashMap<String, Arc<Bundle>>>,
     /// Versions this process has made sure the store keeps.
     pub kept: Mutex<HashSet<String>>,
+    /// Versions a read (a create's existence check) just found not kept: the create's commit
+    /// keeps them without reading again.
+    pub absent: Mutex<HashSet<String>>,
     /// Deployed bundle documents by version (what a put stores).
     pub documents: HashMap<String, Value>,
 }

@@ -52,6 +52,10 @@ where
         self.inner.load(execution_id).await
     }
 
+    async fn load_eventually(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
+        self.inner.load_eventually(execution_id).await
+    }
+
     async fn load_for_event(
         &self,
         execution_id: &str,
@@ -89,6 +93,18 @@ where
 
     async fn get_definition(&self, version: &str) -> StoreResult<Option<DefinitionDoc>> {
         self.inner.get_definition(version).await
+    }
+
+    async fn has_definition(&self, version: &str) -> StoreResult<bool> {
+        self.inner.has_definition(version).await
+    }
+
+    async fn load_with_definition(
+        &self,
+        execution_id: &str,
+        version: &str,
+    ) -> StoreResult<(Option<Execution>, bool)> {
+        self.inner.load_with_definition(execution_id, version).await
     }
 
     async fn list_definitions(&self) -> StoreResult<Vec<DefinitionDoc>> {

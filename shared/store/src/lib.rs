@@ -258,6 +258,19 @@ pub trait Executions: Send + Sync {
         execution_id: &str,
     ) -> impl Future<Output = StoreResult<Option<Execution>>> + Send;
 
+    /// `load`, where the backend may answer from a copy a moment stale (DynamoDB: an
+    /// eventually consistent read, half the read units of `load`'s). Only for a read whose
+    /// staleness what follows it catches: a stale copy carries an older version, so the
+    /// commit after it fails its version check (`StoreError::Conflict`) and the caller reads
+    /// again with `load`; an absent answer may be stale too, and is asked again of `load`
+    /// before it is believed. By default, `load`.
+    fn load_eventually(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = StoreResult<Option<Execution>>> + Send {
+        self.load(execution_id)
+    }
+
     /// The execution and whether it already processed `event_id`, in one round trip where the
     /// backend allows (the worker's hot path).
     fn load_for_event(
@@ -336,6 +349,29 @@ pub trait Definitions: Executions {
         async move {
             self.put_definition(doc).await?;
             self.commit(exe, commit).await
+        }
+    }
+
+    /// Whether `version` is kept, read as cheaply as the backend allows (DynamoDB: eventually
+    /// consistent). "Kept" is exact: a kept version is never removed. A stale "not kept" only
+    /// makes the caller keep it again with its commit, the same content. By default,
+    /// `get_definition`.
+    fn has_definition(&self, version: &str) -> impl Future<Output = StoreResult<bool>> + Send {
+        async move { Ok(self.get_definition(version).await?.is_some()) }
+    }
+
+    /// A create's two reads at once, in one round trip where the backend allows: whether the
+    /// execution exists ([`Executions::load_eventually`], so a stale "absent" is caught by
+    /// the create's insert-if-absent commit) and whether `version`, the one the new execution
+    /// is pinned to, is kept ([`Definitions::has_definition`]).
+    fn load_with_definition(
+        &self,
+        execution_id: &str,
+        version: &str,
+    ) -> impl Future<Output = StoreResult<(Option<Execution>, bool)>> + Send {
+        async move {
+            let exe = self.load_eventually(execution_id).await?;
+            Ok((exe, self.has_definition(version).await?))
         }
     }
 

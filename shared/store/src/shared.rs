@@ -19,6 +19,13 @@ impl<S: ExecutionStore> Executions for Arc<S> {
         (**self).load(execution_id)
     }
 
+    fn load_eventually(
+        &self,
+        execution_id: &str,
+    ) -> impl Future<Output = StoreResult<Option<Execution>>> + Send {
+        (**self).load_eventually(execution_id)
+    }
+
     fn load_for_event(
         &self,
         execution_id: &str,
@@ -81,6 +88,18 @@ impl<S: ExecutionStore> Definitions for Arc<S> {
         version: &str,
     ) -> impl Future<Output = StoreResult<Option<DefinitionDoc>>> + Send {
         (**self).get_definition(version)
+    }
+
+    fn has_definition(&self, version: &str) -> impl Future<Output = StoreResult<bool>> + Send {
+        (**self).has_definition(version)
+    }
+
+    fn load_with_definition(
+        &self,
+        execution_id: &str,
+        version: &str,
+    ) -> impl Future<Output = StoreResult<(Option<Execution>, bool)>> + Send {
+        (**self).load_with_definition(execution_id, version)
     }
 
     fn list_definitions(&self) -> impl Future<Output = StoreResult<Vec<DefinitionDoc>>> + Send {

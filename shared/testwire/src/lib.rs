@@ -12,7 +12,9 @@
 pub mod actions;
 pub mod moto;
 pub mod recorder;
+pub mod units;
 
 pub use actions::ActionServer;
 pub use moto::{endpoint, sdk_config, unique_prefix};
 pub use recorder::{Call, Canned, Fault, Recorder, Tally, Verdict};
+pub use units::Units;

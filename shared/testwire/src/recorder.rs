@@ -4,8 +4,9 @@
 //!
 //! Each request becomes a [`Call`]: its service and operation, the step it was made under
 //! ([`Recorder::step`]), the answer's status, the items the answer read (a Query's or Scan's
-//! `ScannedCount`, the items a GetItem or BatchGetItem returned) and the capacity units it
-//! reports as consumed, when it does. [`Recorder::take`] hands over what was recorded since
+//! `ScannedCount`, the items a GetItem or BatchGetItem returned), the capacity units it
+//! reports as consumed, when it does, and the read and write units DynamoDB bills it
+//! ([`crate::units`], from the request and answer bodies). [`Recorder::take`] hands over what was recorded since
 //! the last take as a [`Tally`] (counts per operation, totals). With
 //! [`Recorder::with_bodies`] each call also keeps its request and answer as JSON (to price
 //! them from the item sizes on the wire).
@@ -61,10 +62,36 @@ pub struct Call {
     /// The capacity units the answer reports as consumed (`ConsumedCapacity`: read units,
     /// else total units), when it reports any.
     pub consumed_units: Option<f64>,
+    /// The read capacity units DynamoDB bills this request ([`crate::units`], computed from
+    /// the request and its answer; 0 for other services and for answers not seen).
+    pub read_units: f64,
+    /// The write capacity units DynamoDB bills this request (likewise).
+    pub write_units: f64,
     /// The request's JSON body ([`Recorder::with_bodies`] only).
     pub request: Option<Value>,
     /// The answer's JSON body ([`Recorder::with_bodies`] only).
     pub response: Option<Value>,
+}
+
+impl Call {
+    /// A DynamoDB request made by another client (harel Python's, recorded with botocore's
+    /// hooks), counted and priced as the recorder counts and prices its own.
+    pub fn dynamodb(operation: &str, status: u16, request: Value, answer: Value) -> Call {
+        let units = crate::units::units(operation, Some(status), &request, Some(&answer));
+        Call {
+            service: "dynamodb".into(),
+            operation: operation.into(),
+            status: Some(status),
+            scanned: scanned(operation, &answer),
+            items_read: items_read(operation, &answer),
+            consumed_units: consumed_units(&answer),
+            read_units: units.read,
+            write_units: units.write,
+            request: Some(request),
+            response: Some(answer),
+            ..Call::default()
+        }
+    }
 }
 
 /// The calls recorded since the last [`Recorder::take`].
@@ -115,6 +142,16 @@ impl Tally {
     /// The capacity units the answers reported as consumed (0 for those that reported none).
     pub fn consumed_units(&self) -> f64 {
         self.calls.iter().filter_map(|c| c.consumed_units).sum()
+    }
+
+    /// The read capacity units DynamoDB bills these requests ([`Call::read_units`]).
+    pub fn read_units(&self) -> f64 {
+        self.calls.iter().map(|c| c.read_units).sum()
+    }
+
+    /// The write capacity units DynamoDB bills these requests ([`Call::write_units`]).
+    pub fn write_units(&self) -> f64 {
+        self.calls.iter().map(|c| c.write_units).sum()
     }
 }
 
@@ -336,7 +373,13 @@ impl Recorder {
     }
 
     /// Fill in the answer of a call (unless a take happened meanwhile).
-    fn answered(&self, (generation, index): (u64, usize), status: u16, body: Option<Value>) {
+    fn answered(
+        &self,
+        (generation, index): (u64, usize),
+        status: u16,
+        body: Option<Value>,
+        request: Option<&Value>,
+    ) {
         let mut state = self.lock();
         if state.generation != generation {
             return;
@@ -351,6 +394,11 @@ impl Recorder {
             call.scanned = scanned(operation, body);
             call.items_read = items_read(operation, body);
             call.consumed_units = consumed_units(body);
+        }
+        if let (Some(request), "dynamodb") = (request, call.service.as_str()) {
+            let units = crate::units::units(operation, Some(status), request, body.as_ref());
+            call.read_units = units.read;
+            call.write_units = units.write;
         }
         if self.bodies {
             call.response = body;
@@ -454,17 +502,15 @@ impl HttpConnector for RecordingConnector {
             None => Verdict::Send,
         };
         let recorder = self.recorder.clone();
-        let json = || {
-            recorder
-                .bodies
-                .then(|| body.as_deref().and_then(|b| serde_json::from_slice(b).ok()))
-                .flatten()
-        };
+        // DynamoDB's requests are priced from their body: always read
+        let request_json: Option<Value> = (recorder.bodies || service == "dynamodb")
+            .then(|| body.as_deref().and_then(|b| serde_json::from_slice(b).ok()))
+            .flatten();
         let call = Call {
             service: service.clone(),
             operation: operation.clone(),
             injected: !matches!(verdict, Verdict::Send),
-            request: json(),
+            request: request_json.clone().filter(|_| recorder.bodies),
             ..Call::default()
         };
         let index = recorder.push(call);
@@ -474,7 +520,7 @@ impl HttpConnector for RecordingConnector {
         };
         match verdict {
             Verdict::Answer(canned) => {
-                recorder.answered(index, canned.status, None);
+                recorder.answered(index, canned.status, None, None);
                 HttpConnectorFuture::ready(Ok(canned.response()))
             }
             Verdict::Fail(message) => {
@@ -492,7 +538,7 @@ impl HttpConnector for RecordingConnector {
                             response.status().as_u16(),
                         );
                     }
-                    recorder.answered(index, canned.status, None);
+                    recorder.answered(index, canned.status, None, None);
                     Ok(canned.response())
                 })
             }
@@ -526,7 +572,7 @@ impl HttpConnector for RecordingConnector {
                     }
                     let answer = then(answer).await;
                     if let Ok(response) = &answer {
-                        recorder.answered(index, response.status().as_u16(), None);
+                        recorder.answered(index, response.status().as_u16(), None, None);
                     }
                     answer
                 })
@@ -543,7 +589,7 @@ impl HttpConnector for RecordingConnector {
                         .map_err(|e| ConnectorError::io(Box::new(e)))?
                         .into_bytes();
                     let answer = serde_json::from_slice::<Value>(&bytes).ok();
-                    recorder.answered(index, status, answer);
+                    recorder.answered(index, status, answer, request_json.as_ref());
                     *response.body_mut() = SdkBody::from(bytes);
                     Ok(response)
                 })

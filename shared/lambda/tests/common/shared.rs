@@ -19,6 +19,9 @@ pub(crate) struct Shared {
     /// Timers the time index still shows after their delete (an eventually consistent
     /// index lagging), appended to `due_timers` and `next_timer_due`.
     pub stale_timers: Arc<std::sync::Mutex<Vec<DueTimer>>>,
+    /// The next eventually consistent read of an execution answers "absent" (a replica that
+    /// has not seen it yet).
+    pub stale_absent_next_load: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -34,6 +37,14 @@ impl Executions for Shared {
     async fn load(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
         self.count();
         self.inner.load(execution_id).await
+    }
+
+    async fn load_eventually(&self, execution_id: &str) -> StoreResult<Option<Execution>> {
+        self.count();
+        if self.stale_absent_next_load.swap(false, Ordering::SeqCst) {
+            return Ok(None);
+        }
+        self.inner.load_eventually(execution_id).await
     }
 
     async fn load_for_event(

@@ -134,6 +134,11 @@ async fn spawned_child<S: ExecutionStore>(
     child.child_id = Some(entry.child_id.clone());
     child.priority = parent.priority;
     if let Some(version) = pin {
+        if parent.pinned_version() == Some(version.as_str()) {
+            // the parent's commits reference it: it is kept (a version is kept with, or
+            // before, the first commit that references it)
+            driver.known_kept(&version);
+        }
         child.pin_version(&version);
     }
     Ok(child)

@@ -135,7 +135,15 @@ where
                 )
                 .await;
         };
-        if self.store.load(&execution_id).await?.is_some() {
+        let mut exe = Execution::new(request.definition_id).with_id(execution_id.clone());
+        // eventually consistent, with the version's check when this process has not kept it
+        // yet (`Driver::load_for_create`); a stale "absent" is refused by the commit below
+        if self
+            .driver
+            .load_for_create(&self.store, &mut exe)
+            .await?
+            .is_some()
+        {
             tracing::info!(%execution_id, "create for an execution that exists: nothing done");
             return Ok(RecordOutcome::AlreadyExists { execution_id });
         }
@@ -153,12 +161,21 @@ where
                     .await
             }
         };
-        let mut exe = Execution::new(request.definition_id).with_id(execution_id.clone());
         exe.context = context;
         let stepped = match self.driver.step(&self.store, &mut exe, None).await {
             Ok(s) => s,
             // created meanwhile by another delivery of the same create
             Err(RuntimeError::Store(StoreError::AlreadyExists(_))) => {
+                return Ok(RecordOutcome::AlreadyExists { execution_id });
+            }
+            // the insert-if-absent commit found it (a stale existence check, or a create
+            // that came first): nothing was written
+            Err(RuntimeError::Store(StoreError::Conflict {
+                execution_id: id,
+                expected: 0,
+                ..
+            })) if id == execution_id.as_str() => {
+                tracing::info!(%execution_id, "create for an execution that exists: nothing done");
                 return Ok(RecordOutcome::AlreadyExists { execution_id });
             }
             // past DynamoDB's limits now, past them on every retry: nothing was written
