@@ -20,7 +20,9 @@ use serde_json::Value;
 /// Capacity units one request consumed.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Units {
+    /// Read capacity units (0.5 steps: an eventually consistent 4 KB read).
     pub read: f64,
+    /// Write capacity units (1 KB steps, doubled in a transaction).
     pub write: f64,
 }
 
