@@ -17,23 +17,40 @@ use crate::textdiff::line_diff;
 /// A failure to run the comparison itself (not a difference between the two sides).
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
+    /// A corpus file (`cases.json`, `random.json`) could not be read.
     #[error("cannot read the corpus {path}: {source}")]
     Corpus {
+        /// The file, as the test named it.
         path: PathBuf,
+        /// Why reading it failed.
         source: std::io::Error,
     },
+    /// A corpus file is not the JSON list of cases (or plans) it should be.
     #[error("the corpus {path} is not a valid case list: {source}")]
     CorpusFormat {
+        /// The file, as the test named it.
         path: PathBuf,
+        /// Where and why serde refused it.
         source: serde_json::Error,
     },
+    /// A process or a file operation of the harness failed at the OS level: a side could not
+    /// be started or written to, a scratch file could not be written.
     #[error("cannot start {what}: {source}")]
     Spawn {
+        /// The command line or the file operation (`mkdir DIR`, `write FILE`).
         what: String,
+        /// The OS error.
         source: std::io::Error,
     },
+    /// A tool ran but did not do its job: `scripts/python-env.sh` or `cargo build` failed,
+    /// `run_harel.py` exited non-zero, died, or printed something unreadable.
     #[error("{what} failed: {detail}")]
-    Tool { what: String, detail: String },
+    Tool {
+        /// The tool's command line.
+        what: String,
+        /// Its stderr, or what was wrong with its output.
+        detail: String,
+    },
 }
 
 /// One step of a case's script, as written in `cases.json`: `"Kind"`, `"+30s"`, or
@@ -41,7 +58,10 @@ pub enum HarnessError {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum Step {
+    /// An event kind without data (`"Pay"`) or a clock advance (`"+30s"`), passed as is.
     Plain(String),
+    /// An event kind and its data object (`["Pay", {"amount": 3}]`), passed as
+    /// `Kind:{json}`.
     WithData(String, Map<String, Value>),
 }
 
@@ -60,13 +80,17 @@ impl Step {
 /// One case of the corpus.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Case {
+    /// How the test's report names the case (a kept generated case: `gen_<seed>`).
     pub name: String,
     /// The `.stm` file, relative to `tests/differential/machines/`.
     pub machine: String,
+    /// Which machine of the file to run, when it declares several (the CLIs' `[NAME]`).
     #[serde(default)]
     pub machine_name: Option<String>,
+    /// The initial context, passed as `--seed JSON` (`None`: the machine's defaults).
     #[serde(default)]
     pub seed: Option<Value>,
+    /// The script, in order: each step is one `-e` argument.
     #[serde(default)]
     pub steps: Vec<Step>,
     /// `NAME=VALUE` answers for selectors, in call order.
@@ -130,12 +154,17 @@ impl Case {
 /// script may take, and the selector answers both sides get.
 #[derive(Debug, Clone, Deserialize)]
 pub struct RandomPlan {
+    /// The `.stm` file, relative to `tests/differential/machines/` (as [`Case::machine`]).
     pub machine: String,
+    /// Which machine of the file, when it declares several.
     #[serde(default)]
     pub machine_name: Option<String>,
+    /// The initial context every drawn case starts from.
     #[serde(default)]
     pub seed: Option<Value>,
+    /// The steps a script is drawn from, with repetition (must not be empty).
     pub pool: Vec<Step>,
+    /// `NAME=VALUE` selector answers, the same for every drawn case.
     #[serde(default)]
     pub selectors: Vec<String>,
 }
@@ -254,8 +283,12 @@ pub fn load_cases(path: &Path) -> Result<Vec<Case>, HarnessError> {
 /// What one side printed for one case.
 #[derive(Debug, Clone, Deserialize)]
 pub struct RunOutput {
+    /// The exit status: 0 ran, 1 refused the input; -1 killed by a signal, -2 (generated
+    /// cases) cut off as hung; `run_harel.py` uses 3 for a harel crash and 4 for a hang.
     pub code: i32,
+    /// The final Execution as JSON (a list of root and children with `--children`).
     pub stdout: String,
+    /// The side's diagnostics: on a refusal, harel's `error: ...` line.
     pub stderr: String,
 }
 
@@ -326,9 +359,12 @@ fn rename(value: &mut Value, exe_id: Option<&str>, events: &mut usize) {
 /// How one case came out.
 #[derive(Debug)]
 pub enum Verdict {
+    /// Both sides agree: the same normalized Execution, or the same refusal and message.
     Same,
     /// Only harel Python can run it (see `Case::needs_failing_action`); it did.
     PythonOnly,
+    /// They disagree (or harel Python did not do what the case expects); the text says how,
+    /// with a line diff of the two Executions when both ran.
     Differ(String),
 }
 

@@ -22,7 +22,7 @@ use super::stats::{FaultKind, Stats};
 
 /// Where an invocation dies.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Crash {
+pub(crate) enum Crash {
     /// Just before the `nth` (1-based) request of `op` is sent (e.g. before the commit).
     Before { op: &'static str, nth: usize },
     /// Just after the `nth` request of `op` succeeded (the commit, a send, a child's create).
@@ -34,9 +34,16 @@ pub enum Crash {
 /// Chances (0..1) of the transient faults, per request.
 #[derive(Clone, Debug)]
 pub struct Rates {
+    /// A DynamoDB request answered with a throttling error, not sent (then a burst of 0 to 3
+    /// more, so the SDK's own retries sometimes run out).
     pub throttle: f64,
+    /// A `TransactWriteItems` cancelled with `TransactionConflict`, not sent (with a burst,
+    /// as `throttle`).
     pub transaction_conflict: f64,
+    /// An SQS `SendMessage`/`SendMessageBatch` answered 500, not sent (with a burst).
     pub sqs_failure: f64,
+    /// Any request sent and carried out, its answer lost: the caller sees a timeout for work
+    /// that was done.
     pub timeout: f64,
     /// A `BatchGetItem` answered torn: the Execution as it is now, the dedupe mark as if read
     /// before the commit that wrote it (DynamoDB's BatchGetItem is read-committed item by
@@ -46,6 +53,7 @@ pub struct Rates {
 }
 
 impl Rates {
+    /// No transient fault at all (a calm storm, or an invocation that only crashes).
     pub const NONE: Rates = Rates {
         throttle: 0.0,
         transaction_conflict: 0.0,
@@ -69,7 +77,10 @@ pub struct InvocationFaults {
 }
 
 impl InvocationFaults {
-    pub fn new(
+    /// The faults of one invocation: its own RNG from `seed` (so a storm replays), the
+    /// transient `rates`, and at most one `crash` point with the kind it is counted as in
+    /// `stats` when reached.
+    pub(crate) fn new(
         seed: u64,
         rates: Rates,
         crash: Option<(Crash, FaultKind)>,

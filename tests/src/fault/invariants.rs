@@ -44,7 +44,11 @@ fn store_err(e: impl std::fmt::Display) -> FaultError {
     FaultError::Aws(format!("store: {e}"))
 }
 
-pub async fn check(
+/// Every invariant, after the storm has quieted: the executions on AWS against the
+/// `reference` run of the same `scripts`, the processed marks, the delivery of every event,
+/// the idempotency records, the queues and the event bus. Returns the violations found
+/// (empty: all hold); an error only when the harness could not read what it checks.
+pub(crate) async fn check(
     world: &World,
     reference: &Reference,
     scripts: &[Script],

@@ -19,14 +19,24 @@ use std::time::Duration;
 pub use stats::FaultKind;
 pub use storm::{run, StormConfig};
 
+/// Why a storm (or a test using its [`world::World`] and [`source`]) could not run to its
+/// verdict. An invariant violation is not an error: it is in [`StormReport::violations`].
 #[derive(Debug, thiserror::Error)]
 pub enum FaultError {
+    /// The world could not be built: `AWS_ENDPOINT_URL` unset (not under
+    /// `scripts/with-moto.sh`), a table or queue not created, `HAREL_STORM_LOG` not
+    /// writable, a task of the harness failed.
     #[error("storm setup: {0}")]
     Setup(String),
+    /// A call the harness makes on its own, never-faulted clients failed (a send, receive,
+    /// queue depth, scan or store read): moto's trouble or a refused request, not a fault.
     #[error("the harness's own AWS call failed: {0}")]
     Aws(String),
+    /// The in-memory `DurableRunner` refused the scripts the storm compares against.
     #[error("the reference run failed: {0}")]
     Reference(String),
+    /// Messages, outbox entries, spawns or due timers were still there after
+    /// [`StormConfig::limit`]: what was left is in the text.
     #[error("the storm never quieted: {0}")]
     Stuck(String),
 }
@@ -34,19 +44,29 @@ pub enum FaultError {
 /// What a storm did and found.
 #[derive(Debug)]
 pub struct StormReport {
+    /// The storm's seed: `HAREL_STORM_SEED=<it>` replays the same scripts and faults.
     pub seed: u64,
+    /// Executions created (one script each).
     pub executions: usize,
+    /// Scripts run, by kind (`scenario::KINDS`).
     pub kinds: BTreeMap<&'static str, usize>,
+    /// Faults injected, by kind (a burst of retried failures counts once).
     pub faults: BTreeMap<FaultKind, usize>,
+    /// Worker invocations (batches handed to `Worker::handle_batch`), crashed ones included.
     pub worker_invocations: usize,
+    /// Relay invocations: outbox and spawns, then the events to the bus.
     pub relay_invocations: usize,
+    /// Sweeper invocations: due timers published as `Timeout` events.
     pub sweeper_invocations: usize,
     /// Records handed to workers (redeliveries and duplicates included).
     pub records: usize,
     /// Steps the conditional dedupe mark refused: without it, each would have applied an
     /// event a second time.
     pub duplicates_absorbed: usize,
+    /// Every invariant that did not hold, in words (empty: the storm passed).
     pub violations: Vec<String>,
+    /// Wall time of the whole run, setup and teardown included (summed over rounds by
+    /// [`StormReport::absorb`]).
     pub duration: Duration,
 }
 

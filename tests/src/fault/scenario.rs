@@ -28,14 +28,19 @@ pub fn advance_after(phase: usize) -> Option<f64> {
     }
 }
 
+/// One execution of the storm and the events it gets, phase by phase.
 #[derive(Clone, Debug)]
-pub struct Script {
-    pub execution_id: String,
-    pub machine: &'static str,
-    pub context: Object,
+pub(crate) struct Script {
+    /// `x{n}-{kind}`: the execution's id, also its SQS message group.
+    pub(crate) execution_id: String,
+    /// The machine it runs (`Flow`, `Order`, `Approval`, `Fulfilment`, `StormFan`).
+    pub(crate) machine: &'static str,
+    /// Its initial context.
+    pub(crate) context: Object,
     /// `phases[p]`: the events sent in phase p (index 0 is empty: the create).
-    pub phases: Vec<Vec<Event>>,
-    pub kind: &'static str,
+    pub(crate) phases: Vec<Vec<Event>>,
+    /// Which of [`KINDS`] it is (the report counts them).
+    pub(crate) kind: &'static str,
 }
 
 fn obj(v: Value) -> Object {
@@ -63,7 +68,7 @@ pub const KINDS: [&str; 12] = [
 ];
 
 /// One execution's script: `kind` from [`KINDS`], `n` its number (ids and data vary by it).
-pub fn script(kind: &'static str, n: usize) -> Script {
+pub(crate) fn script(kind: &'static str, n: usize) -> Script {
     let id = format!("x{n}-{kind}");
     let ev = |phase: usize, k: &str, data: Value| {
         Event::new(k)
@@ -166,7 +171,7 @@ pub fn actions() -> harel_runtime::ActionRegistry {
 }
 
 /// `count` scripts: one of each kind first, then kinds drawn from `rng`.
-pub fn scripts(count: usize, rng: &mut fastrand::Rng) -> Vec<Script> {
+pub(crate) fn scripts(count: usize, rng: &mut fastrand::Rng) -> Vec<Script> {
     (0..count)
         .map(|n| {
             let kind = KINDS.get(n).copied();
@@ -176,20 +181,22 @@ pub fn scripts(count: usize, rng: &mut fastrand::Rng) -> Vec<Script> {
 }
 
 /// The reference: the same scripts through the in-memory `DurableRunner`.
-pub struct Reference {
-    pub runner: DurableRunner<MarkingStore>,
+pub(crate) struct Reference {
+    /// The runner, with the clock and the machines the storm used, after the last phase.
+    pub(crate) runner: DurableRunner<MarkingStore>,
     /// Domain events a root broadcast to live regions: the worker commits the root's
     /// processed mark for each (harel's `route_flow`), the durable runner does not (`inject_flow`).
-    pub broadcasts: HashMap<String, HashSet<String>>,
+    pub(crate) broadcasts: HashMap<String, HashSet<String>>,
 }
 
 impl Reference {
-    pub fn store(&self) -> &MemoryStore {
+    /// The in-memory store under the mark counting.
+    pub(crate) fn store(&self) -> &MemoryStore {
         &self.runner.store().inner
     }
 
     /// How many processed marks each execution's commits wrote.
-    pub fn marks(&self) -> HashMap<String, u64> {
+    pub(crate) fn marks(&self) -> HashMap<String, u64> {
         self.runner
             .store()
             .hook
@@ -199,12 +206,16 @@ impl Reference {
             .clone()
     }
 
-    pub async fn executions(&self) -> Vec<Execution> {
+    /// Every execution the reference ended with, roots and children.
+    pub(crate) async fn executions(&self) -> Vec<Execution> {
         self.store().executions()
     }
 }
 
-pub async fn reference(scripts: &[Script]) -> Result<Reference, RuntimeError> {
+/// Runs `scripts` through the in-memory `DurableRunner`, phase for phase as the storm sends
+/// them, the clock moved and the due timers fired as the storm does; a `RuntimeError` means
+/// the scripts themselves are wrong (a storm cannot be judged against it).
+pub(crate) async fn reference(scripts: &[Script]) -> Result<Reference, RuntimeError> {
     let clock = ManualClock::new(EPOCH);
     let runner = DurableRunner::new(Hooked::new(Box::default(), Marks::default()), definitions())
         .with_registry(actions())

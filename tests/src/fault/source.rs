@@ -12,21 +12,30 @@ use harel_lambda::Record;
 
 use super::FaultError;
 
+/// One message as [`receive`] got it, kept for the worker's record and for its settling
+/// ([`delete`], [`release`]).
 #[derive(Clone, Debug)]
 pub struct Received {
+    /// The message as Lambda's SQS event would carry it: body, `MessageGroupId`,
+    /// `ApproximateReceiveCount` and the other system attributes, the message attributes,
+    /// `eventSource` `aws:sqs`.
     pub message: SqsMessage,
 }
 
 impl Received {
+    /// The worker's record of it, built as the worker function builds it from its event.
     pub fn record(&self) -> Record {
         harel_lambda::worker::sqs_record(&self.message)
     }
+    /// SQS's message id (the worker's idempotency key; `""` if SQS gave none).
     pub fn message_id(&self) -> &str {
         self.message.message_id.as_deref().unwrap_or_default()
     }
+    /// The handle of this receive, which [`delete`] and [`release`] need (`""` if none).
     pub fn receipt_handle(&self) -> &str {
         self.message.receipt_handle.as_deref().unwrap_or_default()
     }
+    /// Its FIFO message group (the target execution's id for harel's messages; `""` if none).
     pub fn group(&self) -> &str {
         self.message
             .attributes

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+/// A kind of fault the storm injects, as counted in
+/// [`StormReport::faults`](super::StormReport::faults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FaultKind {
     /// DynamoDB `ProvisionedThroughputExceededException` / `ThrottlingException`.
@@ -14,10 +16,18 @@ pub enum FaultKind {
     SqsSendFailure,
     /// A request the service carried out whose answer was lost.
     Timeout,
+    /// A worker died just before one of its `TransactWriteItems` (a step's commit) was sent.
     CrashBeforeCommit,
+    /// A worker died just after a commit succeeded, before its outbox was delivered and its
+    /// messages deleted.
     CrashAfterCommit,
+    /// A worker or relay died just after its first SQS `SendMessageBatch` succeeded, before
+    /// acknowledging what it sent.
     CrashAfterSend,
+    /// A relay died just after a child's create (`TransactWriteItems`), before the spawn
+    /// entry was acknowledged.
     CrashAfterChildCreate,
+    /// A sweeper died just after publishing a `Timeout`, before deleting the timer.
     CrashAfterTimeoutPublish,
     /// Lambda's timeout: the invocation killed after a random number of requests.
     DeadlineKill,
@@ -30,7 +40,8 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    pub fn label(self) -> &'static str {
+    /// How [`StormReport`](super::StormReport)'s `Display` names the kind.
+    pub(crate) fn label(self) -> &'static str {
         match self {
             FaultKind::Throttle => "dynamodb throttling",
             FaultKind::TransactionConflict => "dynamodb TransactionConflict",
@@ -51,19 +62,26 @@ impl FaultKind {
     }
 }
 
+/// The storm's counters, shared by every invocation's fault layer (`Arc`); read once at the
+/// end into the [`StormReport`](super::StormReport).
 #[derive(Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     faults: Mutex<BTreeMap<FaultKind, usize>>,
-    pub worker_invocations: AtomicUsize,
-    pub relay_invocations: AtomicUsize,
-    pub sweeper_invocations: AtomicUsize,
-    pub records: AtomicUsize,
+    /// Worker invocations made (each concurrent pair counts two).
+    pub(crate) worker_invocations: AtomicUsize,
+    /// Relay invocations made.
+    pub(crate) relay_invocations: AtomicUsize,
+    /// Sweeper invocations made.
+    pub(crate) sweeper_invocations: AtomicUsize,
+    /// Records handed to workers, redeliveries and in-batch duplicates included.
+    pub(crate) records: AtomicUsize,
     /// Steps whose commit the conditional dedupe mark refused (`Observation::duplicate`).
-    pub duplicates_absorbed: AtomicUsize,
+    pub(crate) duplicates_absorbed: AtomicUsize,
 }
 
 impl Stats {
-    pub fn count(&self, kind: FaultKind) {
+    /// One more fault of `kind`.
+    pub(crate) fn count(&self, kind: FaultKind) {
         *self
             .faults
             .lock()
@@ -72,15 +90,18 @@ impl Stats {
             .or_default() += 1;
     }
 
-    pub fn faults(&self) -> BTreeMap<FaultKind, usize> {
+    /// The faults counted so far, by kind.
+    pub(crate) fn faults(&self) -> BTreeMap<FaultKind, usize> {
         self.faults.lock().expect("stats lock").clone()
     }
 
-    pub fn bump(counter: &AtomicUsize) {
+    /// One more on `counter` (one of the fields).
+    pub(crate) fn bump(counter: &AtomicUsize) {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn get(counter: &AtomicUsize) -> usize {
+    /// `counter`'s value (read once the storm is quiet: no ordering needed).
+    pub(crate) fn get(counter: &AtomicUsize) -> usize {
         counter.load(Ordering::Relaxed)
     }
 }

@@ -32,10 +32,18 @@ const LIVE_DEADLINE_MS: i64 = 3_000;
 /// without it, a record blocked by an in-progress idempotency record would spin.
 const FAILED_RETURN: Duration = Duration::from_secs(1);
 
+/// What a storm runs and how rough it is: [`StormConfig::stormy`] or [`StormConfig::calm`],
+/// then any field changed (the tests set `lanes`, `limit`, `rates.torn_read`). Chances are
+/// per invocation (per request for `rates`), 0..1.
 #[derive(Clone, Debug)]
 pub struct StormConfig {
+    /// Seeds the scripts drawn and every invocation's faults: the same seed, the same storm
+    /// (up to the interleaving of concurrent lanes and moto's timing).
     pub seed: u64,
+    /// How many executions (one script each): one of each of
+    /// [`KINDS`](super::scenario::KINDS) first, then kinds drawn at random.
     pub executions: usize,
+    /// The transient faults on each request of every invocation.
     pub rates: Rates,
     /// Chance a worker invocation crashes at one of the named points.
     pub crash: f64,

@@ -22,6 +22,8 @@ use harel_sqs::SqsTransport;
 use super::connector::{faulty_client, InvocationFaults};
 use super::FaultError;
 
+/// The worker function's handler as `harel_app::boot(Role::Worker)` builds it: DynamoDB store,
+/// SQS transport, DynamoDB idempotency layer.
 pub type StormWorker = Worker<DynamoDbStore, SqsTransport, aws_sdk_dynamodb::Client>;
 
 /// The moto endpoint, or the reason the storm cannot run.
@@ -34,21 +36,32 @@ pub fn endpoint() -> Result<String, FaultError> {
     })
 }
 
+/// One storm's (or one test's) resources on the moto server, and the factory of each
+/// invocation's handlers on them; [`World::teardown`] deletes the resources.
 pub struct World {
-    pub sdk: aws_config::SdkConfig,
+    /// The SDK configuration on moto's endpoint, which each invocation's clients start from.
+    pub(crate) sdk: aws_config::SdkConfig,
+    /// `storm` and ten hex digits: the prefix of every table (`{prefix}_executions`, ...) and
+    /// queue, fresh per world so worlds never share state.
     pub prefix: String,
+    /// The FIFO queue the functions send to and the event source receives from.
     pub queue_url: String,
+    /// The FIFO dead-letter queue the worker puts malformed messages on.
     pub dlq_url: String,
-    pub idempotency_table: String,
+    /// The worker's idempotency table (`{prefix}_idempotency`).
+    pub(crate) idempotency_table: String,
     /// The harness's own clients: never faulted.
     pub ddb: aws_sdk_dynamodb::Client,
+    /// The harness's own SQS client: never faulted.
     pub sqs: aws_sdk_sqs::Client,
     /// The store as the checks read it.
     pub store: DynamoDbStore,
-    pub clock: ManualClock,
+    /// The functions' clock: the storm moves it between phases to bring timers due.
+    pub(crate) clock: ManualClock,
     definitions: Vec<Definition>,
     inner_http: SharedHttpClient,
-    pub worker_concurrency: usize,
+    /// Each worker's `HAREL_WORKER_CONCURRENCY`.
+    pub(crate) worker_concurrency: usize,
     /// The bus the relays put the committed events on (the invariants read it).
     pub bus: Arc<harel_runtime::MemoryBus>,
 }
@@ -58,6 +71,10 @@ fn setup<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> FaultError + '_ 
 }
 
 impl World {
+    /// Creates the tables, the idempotency table and both FIFO queues under a fresh prefix on
+    /// the moto server of `AWS_ENDPOINT_URL`, the functions running on `clock` with
+    /// `worker_concurrency` records at once. [`FaultError::Setup`] when moto is not there or
+    /// refuses a resource.
     pub async fn new(clock: ManualClock, worker_concurrency: usize) -> Result<Self, FaultError> {
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .endpoint_url(endpoint()?)
@@ -154,7 +171,9 @@ impl World {
         (ddb, sqs)
     }
 
-    pub fn config(&self, role: Role) -> Config {
+    /// The functions' configuration for `role`, as their environment on this world's tables
+    /// and queues would give it.
+    pub(crate) fn config(&self, role: Role) -> Config {
         let env = [
             ("AWS_REGION", "us-east-1".to_string()),
             ("HAREL_TABLE_PREFIX", self.prefix.clone()),
@@ -172,6 +191,8 @@ impl World {
         .expect("the storm's configuration is valid")
     }
 
+    /// A driver with the storm's machines and actions ([`scenario`](super::scenario)) on the
+    /// world's clock, as each function builds it.
     pub fn driver(&self) -> Driver {
         Driver::new(self.definitions.clone(), super::scenario::actions())
             .with_clock(Arc::new(self.clock.clone()))

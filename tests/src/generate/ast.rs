@@ -10,92 +10,144 @@ pub struct Program {
     pub events: Vec<String>,
     /// Selector handler names, bound to `sel.NAME` (the harness answers them).
     pub selectors: Vec<String>,
+    /// The one machine the file declares.
     pub machine: Machine,
 }
 
+/// `machine NAME { context ... ttl ... BODY }`; the context is always [`CONTEXT`].
 #[derive(Debug, Clone)]
 pub struct Machine {
+    /// The machine's name (the generator's is always `Gen`).
     pub name: String,
+    /// `ttl SECONDS`: the execution expires after it (`None`: no `ttl`).
     pub ttl: Option<u32>,
+    /// Its top-level states and transitions.
     pub body: Body,
 }
 
 /// The inside of a machine, a composite, a region or an inline submachine.
 #[derive(Debug, Clone, Default)]
 pub struct Body {
+    /// `initial NAME`: the state entered first (empty: no `initial` line is printed).
     pub initial: String,
+    /// The states, in declaration order.
     pub states: Vec<State>,
+    /// The transitions among these states (the generator only links siblings).
     pub transitions: Vec<Transition>,
     /// Context keys a region or submachine reports when it finishes.
     pub carry: Vec<String>,
 }
 
+/// One state: `state NAME { ... }`, `final NAME VERDICT` or `orthogonal NAME { ... }`, with
+/// its own items.
 #[derive(Debug, Clone)]
 pub struct State {
+    /// Its name, unique in the machine (`S3`, `C4`, `F5`, ...: a fresh number each).
     pub name: String,
+    /// What it is: a leaf, a final, or one holding states of its own.
     pub kind: Kind,
+    /// `timeout N` or `timeout context KEY`: a `Timeout` event once it has been active that
+    /// long.
     pub timeout: Option<Timeout>,
     /// Hooks record themselves with `harel.lib.linear_backoff` into the context.
     pub on_enter: bool,
+    /// `on exit mark(...)`: records its exit, as `on_enter` its entry.
     pub on_exit: bool,
+    /// `defer KIND, ...`: event kinds held while it is active and replayed after.
     pub defer: Vec<String>,
 }
 
+/// What a [`State`] is, and what it holds.
 #[derive(Debug, Clone)]
 pub enum Kind {
+    /// A plain state with no states inside.
     Leaf,
+    /// `final NAME VERDICT`: entering it ends its body with that verdict (`success`,
+    /// `failed`, `cancelled`, ...).
     Final(String),
+    /// A state with states of its own.
     Composite {
+        /// Its inner states and transitions.
         body: Body,
+        /// `no history`: re-entered from its `initial`, not where it was left.
         no_history: bool,
     },
+    /// `orthogonal NAME { ... }`: regions running side by side, each a child execution.
     Orthogonal {
+        /// The regions, each a [`State`] of kind [`Kind::Composite`] whose body can finish.
         regions: Vec<State>,
+        /// `cancel_on_failure`: a region that fails cancels the others.
         cancel_on_failure: bool,
     },
     /// An inline `invoke { ... }` with `with { key: key }` pairs.
     Invoke {
+        /// The submachine's states and transitions (it can finish).
         body: Body,
+        /// Context keys passed in, each under its own name.
         with: Vec<String>,
     },
 }
 
+/// How long a state waits before its `Timeout` event.
 #[derive(Debug, Clone)]
 pub enum Timeout {
+    /// `timeout N`: N seconds.
     Seconds(u32),
+    /// `timeout context KEY`: as many seconds as the context's `KEY` says when it is entered.
     Context(String),
 }
 
+/// `from STATE ... [on KINDS [where GUARD]] [set ...]`: one transition line.
 #[derive(Debug, Clone)]
 pub struct Transition {
+    /// The state it leaves.
     pub from: String,
     /// `None`: an automatic transition.
     pub on: Option<Trigger>,
+    /// `set context.KEY = EXPR, ...`: assignments made when it is taken.
     pub set: Vec<Assign>,
+    /// Where it goes.
     pub route: Route,
 }
 
+/// `on KIND | KIND ... [where GUARD]`: the events that take a transition.
 #[derive(Debug, Clone)]
 pub struct Trigger {
+    /// The event kinds, any of which triggers it.
     pub kinds: Vec<String>,
+    /// `where PRED`: taken only when it holds.
     pub guard: Option<Pred>,
 }
 
+/// A transition's destination, as written after `from STATE`.
 #[derive(Debug, Clone)]
 pub enum Route {
+    /// `to STATE`.
     To(String),
+    /// `choose { when PRED to STATE [set ...] ... else to STATE }`.
     Choose {
+        /// The branches in order: the first whose predicate holds is taken, with its own
+        /// assignments.
         when: Vec<(Pred, String, Vec<Assign>)>,
+        /// `else to STATE`: when no predicate holds.
         otherwise: String,
     },
+    /// `select HANDLER { VALUE to STATE ... else to STATE }`: the selector's answer picks.
     Select {
+        /// The selector (`pick`, `route`), answered by the case's `--selector NAME=VALUE`.
         handler: String,
+        /// `(answer, state)` pairs.
         branches: Vec<(String, String)>,
+        /// `else to STATE`: for any other answer.
         otherwise: String,
     },
+    /// `join any|all to STATE else to STATE`: from an orthogonal state once its regions end.
     Join {
+        /// `any`: one successful region suffices; else (`all`) every region must succeed.
         any: bool,
+        /// Where it goes when the join succeeds.
         to: String,
+        /// `else to STATE`: where it goes when it does not.
         otherwise: String,
     },
 }
@@ -103,16 +155,22 @@ pub enum Route {
 /// `context.KEY = EXPR`.
 #[derive(Debug, Clone)]
 pub struct Assign {
+    /// The context key assigned.
     pub key: String,
+    /// The expression as written (`context.x + 1`, `event.n`, ...).
     pub expr: String,
 }
 
+/// A guard or a `choose` branch's condition.
 #[derive(Debug, Clone)]
 pub enum Pred {
     /// A comparison as written, e.g. `n > 2`, `context.x == event.n`.
     Cmp(String),
+    /// `not P`.
     Not(Box<Pred>),
+    /// `P and Q and ...` (each operand parenthesized unless a comparison).
     And(Vec<Pred>),
+    /// `P or Q or ...`.
     Or(Vec<Pred>),
 }
 
@@ -156,6 +214,8 @@ impl Pred {
 pub const CONTEXT: &str = "context { x: int = 0  y: int = 1  wait: int = 15  tag: string = \"a\" }";
 
 impl Program {
+    /// The program as `.stm` text, the file both sides run: the events, the `bind` block
+    /// (`mark` and the selectors), then the machine.
     pub fn to_stm(&self) -> String {
         let mut out = String::from("# generated by harel-tests' generator (tests/src/generate)\n");
         for kind in &self.events {
@@ -304,7 +364,8 @@ fn trigger_text(on: &Option<Trigger>) -> String {
     text
 }
 
-pub fn transition_text(t: &Transition) -> String {
+/// One transition as its `.stm` line (without indentation).
+pub(crate) fn transition_text(t: &Transition) -> String {
     let trig = trigger_text(&t.on);
     let set = assigns_text(&t.set);
     match &t.route {

@@ -27,8 +27,11 @@ const KEYS: [&str; 4] = ["x", "y", "wait", "tag"];
 /// A generated case before it becomes a corpus entry.
 #[derive(Debug, Clone)]
 pub struct Generated {
+    /// The seed it came from: [`generate`] of it gives this case again.
     pub seed: u64,
+    /// The `.stm` file's content.
     pub program: Program,
+    /// The random walk: events (some with data `n`) and clock advances, one `-e` each.
     pub steps: Vec<Step>,
     /// `NAME=VALUE`, in call order.
     pub selectors: Vec<String>,
@@ -117,7 +120,9 @@ pub fn generate(seed: u64) -> Generated {
 }
 
 impl State {
-    pub fn leaf(name: &str, kind: Kind) -> State {
+    /// A state of `kind` named `name`, without timeout, hooks or defers (the generator adds
+    /// them after).
+    pub(crate) fn leaf(name: &str, kind: Kind) -> State {
         State {
             name: name.into(),
             kind,

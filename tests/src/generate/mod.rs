@@ -36,6 +36,9 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// Starts both harel Pythons (`run_harel.py --serve` in the venv of
+    /// [`harel_python`]), finds or builds our `harel` binary, and makes a scratch directory
+    /// of its own (removed on drop).
     pub fn start() -> Result<Harness, HarnessError> {
         let python = harel_python()?;
         let runner = workspace_root().join("tests/differential/run_harel.py");
@@ -140,20 +143,32 @@ pub fn as_case(g: &Generated, file: &str) -> Case {
 /// A divergence, shrunk and kept.
 #[derive(Debug)]
 pub struct Divergence {
+    /// The seed of the case as generated (before shrinking): `HAREL_GEN_ONE=<it>` replays it.
     pub seed: u64,
+    /// The shrunk case's difference: a line diff of the executions, or both sides' outputs.
     pub detail: String,
+    /// The kept case's name in `generated.json` (empty when the run does not keep).
     pub kept_as: String,
+    /// Candidates the shrinker ran on both sides before it found no smaller one that differs.
     pub shrink_tries: usize,
 }
 
 /// What a run found.
 #[derive(Debug, Default)]
 pub struct Report {
+    /// Cases generated and run.
     pub cases: usize,
+    /// Cases where both sides ended with the same executions.
     pub same: usize,
+    /// Cases both sides refused, by seed, with both outputs: the generator strayed outside
+    /// the language (a few are tolerated, many mean the generator needs fixing).
     pub both_refused: Vec<(u64, String)>,
+    /// Cases harel Python crashed or hung on, by seed, with its output: shapes the
+    /// generator must learn to avoid.
     pub harel_broke: Vec<(u64, String)>,
+    /// The cases where the sides differ, each shrunk.
     pub divergences: Vec<Divergence>,
+    /// Wall time of the whole run, shrinking included.
     pub seconds: f64,
 }
 

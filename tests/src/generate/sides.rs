@@ -17,14 +17,16 @@ use crate::textdiff::line_diff;
 const RUST_LIMIT: Duration = Duration::from_secs(120);
 
 /// harel Python answering one case a line.
-pub struct PythonSide {
+pub(crate) struct PythonSide {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
 }
 
 impl PythonSide {
-    pub fn start(python: &Path, runner: &Path) -> Result<PythonSide, HarnessError> {
+    /// Starts `runner` (`run_harel.py`) with `--serve` under `python`, its stderr passed
+    /// through to the test's.
+    pub(crate) fn start(python: &Path, runner: &Path) -> Result<PythonSide, HarnessError> {
         let mut child = Command::new(python)
             .arg(runner)
             .arg("--serve")
@@ -46,7 +48,7 @@ impl PythonSide {
     }
 
     /// Sends one case; its answer is read by `receive` (so our side can run meanwhile).
-    pub fn send(&mut self, case: &Case, machines: &Path) -> Result<(), HarnessError> {
+    pub(crate) fn send(&mut self, case: &Case, machines: &Path) -> Result<(), HarnessError> {
         let mut args = case.python_args(machines);
         args.push("--children".into());
         let line = serde_json::to_string(&args).expect("arguments serialize");
@@ -55,7 +57,9 @@ impl PythonSide {
             .map_err(|e| self.died(e.to_string()))
     }
 
-    pub fn receive(&mut self) -> Result<RunOutput, HarnessError> {
+    /// The answer to the case last sent: one line of JSON, read as the side's output. A
+    /// [`HarnessError::Tool`] when the process closed its output or printed something else.
+    pub(crate) fn receive(&mut self) -> Result<RunOutput, HarnessError> {
         let mut line = String::new();
         match self.stdout.read_line(&mut line) {
             Ok(0) => Err(self.died("it closed its output".into())),
@@ -151,6 +155,7 @@ pub fn normalized_family(out: &RunOutput) -> Result<String, String> {
 /// How a generated case came out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
+    /// Both ran, and their root and children are the same once normalized.
     Same,
     /// Both sides refused the machine or its input (the generator strayed outside what
     /// harel accepts): counted, not a divergence.
@@ -158,17 +163,23 @@ pub enum Outcome {
     /// harel Python crashed (code 3) or hung (code 4): a harel bug the generator must learn
     /// to avoid.
     HarelBroke(i32),
+    /// A divergence: one side ran and the other refused, both ran to different executions,
+    /// or ours crashed or hung.
     Differ(Signature),
 }
 
 /// What kind of divergence it is; a shrunk case must keep it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signature {
-    pub python_code: i32,
-    pub rust_code: i32,
+    /// harel Python's exit code.
+    pub(crate) python_code: i32,
+    /// Our `harel run`'s exit code (-2: cut off as hung).
+    pub(crate) rust_code: i32,
 }
 
-pub fn judge(python: &RunOutput, rust: &RunOutput) -> (Outcome, String) {
+/// The outcome of one case from both sides' outputs, with a text that shows it (empty when
+/// they agree).
+pub(crate) fn judge(python: &RunOutput, rust: &RunOutput) -> (Outcome, String) {
     let sig = Signature {
         python_code: python.code,
         rust_code: rust.code,
