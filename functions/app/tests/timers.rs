@@ -181,6 +181,35 @@ async fn an_idle_sweeper_returns_at_once_after_one_query_per_shard() {
     );
 }
 
+/// A tick with a timer due reads the index in one pass per look: the look that finds it
+/// due also fires it (no separate look and poll), and one more look finds nothing left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
+async fn a_busy_tick_fires_from_its_look_and_looks_once_more() {
+    let moto = MotoStack::new("tp").await;
+    let (store, wire) = moto.counted_store();
+    arm(&store, "busy", 1, 1_999_990.0).await;
+    arm(&store, "later", 3, 5_000_000.0).await;
+    wire.take();
+    let now = 2_000_000.0; // not a compatibility minute
+    let report = sweep(&store, &moto.transport(), || now, tick(now, 5))
+        .await
+        .expect("sweep");
+    let (requests, read) = take(&wire);
+    assert_eq!((report.looks, report.polls, report.fired), (2, 1, 1));
+    let shards = DEFAULT_DUE_SHARDS as usize;
+    assert_eq!(
+        requests,
+        BTreeMap::from([
+            ("Query".to_string(), 2 * shards),
+            ("DeleteItem".to_string(), 1)
+        ]),
+        "two looks (a Query per shard each) and the fired timer's delete"
+    );
+    assert!(read <= 2, "rows read: the due one (and none twice): {read}");
+    assert_eq!(drain(&moto.source()).await.len(), 1, "its Timeout, once");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a moto server: scripts/test.sh runs it"]
 async fn a_poll_reads_the_timers_due_not_the_timers_stored() {

@@ -9,7 +9,7 @@
 //! partitions, for `S` Queries per look (each at least 0.5 RCU, eventually consistent).
 
 use super::*;
-use harel_store::{DueTimer, StoreError, StoreResult};
+use harel_store::{DueAndNext, DueTimer, StoreError, StoreResult};
 
 use crate::codec::{get_f64, get_s, Item};
 use crate::errors;
@@ -107,7 +107,77 @@ impl DynamoDbStore {
         }
         Ok(out)
     }
+
+    /// The sweeper's look, every shard concurrently: a shard's first two rows not after
+    /// `horizon`, and while they are all due, its next pages (of [`LOOK_PAGE`] rows) until
+    /// its first row after `now`. So one Query per idle shard (as `next_timer_due`), and the
+    /// rows read are the timers due plus at most a page per busy shard (a row is about 100
+    /// bytes of keys).
+    async fn look_due_shards(
+        &self,
+        now: f64,
+        horizon: &str,
+    ) -> StoreResult<(Vec<DueTimer>, Option<f64>)> {
+        let table = self.tables.timers();
+        let looks = (0..self.due_shards).map(|shard| {
+            let table = table.clone();
+            async move {
+                let mut due = Vec::new();
+                let mut start: Option<Item> = None;
+                let mut limit = 2;
+                loop {
+                    let resp = self
+                        .client
+                        .query()
+                        .table_name(&table)
+                        .index_name(timers::DUE_INDEX)
+                        .key_condition_expression("#ds = :s AND fire_at <= :until")
+                        .expression_attribute_names("#ds", timers::DUE_SHARD_ATTR)
+                        .expression_attribute_values(":s", s(shard.to_string()))
+                        .expression_attribute_values(
+                            ":until",
+                            AttributeValue::N(horizon.to_string()),
+                        )
+                        .scan_index_forward(true)
+                        .limit(limit)
+                        .set_exclusive_start_key(start.take())
+                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                        .send()
+                        .await
+                        .map_err(|e| errors::classify("Query", &table, e))?;
+                    for item in resp.items() {
+                        let timer = timers::due_timer_of(&table, item)?;
+                        if timer.fire_at > now {
+                            return Ok::<_, StoreError>((due, Some(timer.fire_at)));
+                        }
+                        due.push(timer);
+                    }
+                    match resp.last_evaluated_key() {
+                        Some(key) if !key.is_empty() => start = Some(key.clone()),
+                        _ => return Ok((due, None)),
+                    }
+                    limit = LOOK_PAGE;
+                }
+            }
+        });
+        let mut due = Vec::new();
+        let mut next: Option<f64> = None;
+        for result in join_all(looks).await {
+            let (shard_due, shard_next) = result?;
+            due.extend(shard_due);
+            next = match (next, shard_next) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        due.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
+        Ok((due, next))
+    }
 }
+
+/// The page a busy shard is read on in (see `look_due_shards`): at most this many rows read
+/// past the first one after `now` (about 2.5 KB of keys, under one read unit).
+const LOOK_PAGE: i32 = 25;
 
 impl Timers for DynamoDbStore {
     async fn due_timers(&self, now: f64) -> StoreResult<Vec<DueTimer>> {
@@ -152,6 +222,13 @@ impl Timers for DynamoDbStore {
         }
         out.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
         Ok(out)
+    }
+
+    async fn due_and_next(&self, now: f64, horizon: f64) -> StoreResult<DueAndNext> {
+        let horizon = py_decimal_str(horizon.max(now))
+            .map_err(|e| StoreError::other(format!("due_and_next: {e}")))?;
+        let (due, next) = self.look_due_shards(now, &horizon).await?;
+        Ok(DueAndNext { due, next })
     }
 
     async fn next_timer_due(&self, horizon: f64) -> StoreResult<Option<f64>> {

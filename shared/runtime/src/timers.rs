@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use harel_queue::{DedupeKey, Outgoing, Transport, TransportError};
-use harel_store::{DueTimer, StoreError, Timers};
+use harel_store::{DueAndNext, DueTimer, StoreError, Timers};
 
 use harel_queue::transport::MAX_BATCH;
 
@@ -40,9 +40,9 @@ pub enum SweepError {
 pub struct SweepReport {
     /// Timers fired: their `Timeout` published and the timer deleted.
     pub fired: usize,
-    /// Fire passes (each one `due_timers` read).
+    /// Fire passes: looks that found timers due.
     pub polls: usize,
-    /// Looks at the next due time (each one `next_timer_due` read).
+    /// Looks at the index (each one `due_and_next` read: what is due, and the next due time).
     pub looks: usize,
     /// Compatibility Scans run (0 or 1).
     pub compat_scans: usize,
@@ -186,8 +186,10 @@ pub fn compat_due(now: f64, every_minutes: u64) -> bool {
 const SETTLE: Duration = Duration::from_millis(200);
 
 /// Fire what is due within the plan, sleeping toward each next due time (never longer than
-/// `max_sleep`), and return as soon as nothing more is due before `until`: an idle
-/// invocation makes one look (the store's `next_timer_due`) and returns.
+/// `max_sleep`), and return as soon as nothing more is due before `until`. Each look is one
+/// pass over the index (the store's `due_and_next`: the due timers and the next due time
+/// together): an idle invocation makes one and returns, a busy one fires what the look found
+/// and looks once more.
 pub async fn sweep<S: Timers, T: Transport>(
     store: &S,
     transport: &T,
@@ -204,18 +206,15 @@ pub async fn sweep<S: Timers, T: Transport>(
     }
     loop {
         report.looks += 1;
-        let Some(next) = store.next_timer_due(plan.until).await? else {
-            return Ok(report);
-        };
         let now = clock();
-        let wait = if next <= now {
+        // one pass: what is due now and when the next comes, from the same reads
+        let DueAndNext { due, next } = store.due_and_next(now, plan.until).await?;
+        let wait = if !due.is_empty() {
             let before = report.fired;
             // the index may still show a timer this invocation fired and deleted (it is
             // eventually consistent): publishing it again would be dropped, but looping on
             // it would spin
-            let due: Vec<DueTimer> = store
-                .due_timers(now)
-                .await?
+            let due: Vec<DueTimer> = due
                 .into_iter()
                 .filter(|t| {
                     fired.insert((t.execution_id.clone(), t.path.clone(), t.fire_at.to_bits()))
@@ -228,7 +227,12 @@ pub async fn sweep<S: Timers, T: Transport>(
             }
             SETTLE
         } else {
-            Duration::from_secs_f64(next - now).min(plan.max_sleep)
+            match next {
+                None => return Ok(report),
+                // due by now though this look found nothing due: the index is catching up
+                Some(next) if next <= now => SETTLE,
+                Some(next) => Duration::from_secs_f64(next - now).min(plan.max_sleep),
+            }
         };
         if Instant::now() + wait >= plan.deadline {
             report.out_of_time = true;

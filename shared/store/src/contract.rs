@@ -37,6 +37,7 @@ macro_rules! contract_tests {
             a_timer_cancelled_and_rearmed_in_one_commit_stays_armed,
             a_commit_for_a_processed_event_writes_nothing,
             next_timer_due_is_the_earliest_within_the_horizon,
+            due_and_next_is_the_due_timers_and_the_next_after_them,
             machine_versions_are_kept_once_and_pins_round_trip,
             status_changes_and_domain_events_are_written_with_their_commit);
     };
@@ -1275,6 +1276,96 @@ where
         2,
         "due_timers sees them"
     );
+}
+
+/// The sweeper's one-pass look: every timer due at `now` (several per execution and many
+/// executions, so an indexed store reads some of its partitions on past their first rows),
+/// soonest first, and once nothing is due, the next `fire_at` within the horizon.
+pub async fn due_and_next_is_the_due_timers_and_the_next_after_them<S, F, Fut>(make: F)
+where
+    S: ExecutionStore,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let store = make(200).await;
+    let look = |now: f64, horizon: f64| {
+        let store = &store;
+        async move { ok(store.due_and_next(now, horizon).await, "due_and_next") }
+    };
+    assert_eq!(
+        look(100.0, 1e17).await,
+        crate::DueAndNext::default(),
+        "empty"
+    );
+    let mut expected = Vec::new();
+    for i in 0..20 {
+        let id = unique(&format!("look-{i}"));
+        let mut e = exe(&id);
+        let timers = vec![
+            TimerOp::Schedule {
+                path: "A".into(),
+                fire_at: 10.0 + i as f64,
+            },
+            TimerOp::Schedule {
+                path: "B".into(),
+                fire_at: 60.5 + i as f64,
+            },
+        ];
+        let c = Commit {
+            timers,
+            ..Commit::default()
+        };
+        ok(store.commit(&mut e, c).await, "arm");
+        expected.push((id.clone(), "A".to_string(), 10.0 + i as f64));
+        expected.push((id, "B".to_string(), 60.5 + i as f64));
+    }
+    let (late, mut e) = {
+        let id = unique("look-late");
+        let e = exe(&id);
+        (id, e)
+    };
+    let c = Commit {
+        timers: vec![TimerOp::Schedule {
+            path: "L".into(),
+            fire_at: 500.0,
+        }],
+        ..Commit::default()
+    };
+    ok(store.commit(&mut e, c).await, "arm late");
+    expected.sort_by(|a, b| a.2.total_cmp(&b.2));
+
+    let pass = look(100.0, 1000.0).await;
+    let due: Vec<(String, String, f64)> = pass
+        .due
+        .iter()
+        .map(|t| (t.execution_id.clone(), t.path.clone(), t.fire_at))
+        .collect();
+    assert_eq!(due, expected, "every due timer, soonest first");
+    assert!(
+        matches!(pass.next, None | Some(500.0)),
+        "with timers due, the next is the one after them or not known yet: {:?}",
+        pass.next
+    );
+    let before = look(5.0, 1000.0).await;
+    assert!(before.due.is_empty());
+    assert_eq!(before.next, Some(10.0), "nothing due: the first to come");
+    assert_eq!(
+        look(5.0, 8.0).await,
+        crate::DueAndNext::default(),
+        "nothing by the horizon"
+    );
+    for (id, path, fire_at) in &expected {
+        ok(store.delete_timer(id, path, *fire_at).await, "fire");
+    }
+    let after = look(100.0, 1000.0).await;
+    assert!(after.due.is_empty(), "{:?}", after.due);
+    assert_eq!(after.next, Some(500.0), "the late one, past the fired");
+    assert_eq!(
+        look(100.0, 400.0).await,
+        crate::DueAndNext::default(),
+        "beyond the horizon"
+    );
+    ok(store.delete_timer(&late, "L", 500.0).await, "fire late");
 }
 
 /// A machine version is kept by its first put (a second put is `false` and changes nothing),

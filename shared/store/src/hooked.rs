@@ -165,6 +165,10 @@ where
         self.inner.next_timer_due(horizon).await
     }
 
+    async fn due_and_next(&self, now: f64, horizon: f64) -> StoreResult<crate::DueAndNext> {
+        self.inner.due_and_next(now, horizon).await
+    }
+
     async fn armed_timers(&self, execution_id: &str) -> StoreResult<Vec<DueTimer>> {
         self.inner.armed_timers(execution_id).await
     }

@@ -71,6 +71,18 @@ pub struct DueTimer {
     pub fire_at: f64,
 }
 
+/// The sweeper's one look at the timers ([`Timers::due_and_next`]): what to fire now, and
+/// when to look again.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DueAndNext {
+    /// The timers due (`fire_at <= now`), soonest first, as [`Timers::due_timers`] has them.
+    pub due: Vec<DueTimer>,
+    /// The earliest `fire_at` not after the horizon among the timers not in `due` (None:
+    /// nothing more by then). While `due` is not empty it may be None though more come later:
+    /// the sweeper looks again once it has fired them.
+    pub next: Option<f64>,
+}
+
 /// Everything one step commits beside the Execution itself.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Commit {
@@ -454,6 +466,25 @@ pub trait Timers: Send + Sync {
         horizon: f64,
     ) -> impl Future<Output = StoreResult<Option<f64>>> + Send {
         async move { Ok(self.due_timers(horizon).await?.first().map(|t| t.fire_at)) }
+    }
+
+    /// The sweeper's look: the timers due at `now` and the next `fire_at` not after `horizon`,
+    /// in one pass where [`Timers::due_timers`] and [`Timers::next_timer_due`] would be two
+    /// (a busy tick reads the index once per look, not twice). The default makes those calls.
+    fn due_and_next(
+        &self,
+        now: f64,
+        horizon: f64,
+    ) -> impl Future<Output = StoreResult<DueAndNext>> + Send {
+        async move {
+            let due = self.due_timers(now).await?;
+            let next = match due.is_empty() {
+                true => self.next_timer_due(horizon).await?,
+                // not needed before the due ones are fired (see DueAndNext::next)
+                false => None,
+            };
+            Ok(DueAndNext { due, next })
+        }
     }
 
     /// The timers armed for one execution, soonest first: what an operator's view shows. Read

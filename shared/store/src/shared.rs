@@ -144,6 +144,14 @@ impl<S: ExecutionStore> Timers for Arc<S> {
         (**self).next_timer_due(horizon)
     }
 
+    fn due_and_next(
+        &self,
+        now: f64,
+        horizon: f64,
+    ) -> impl Future<Output = StoreResult<crate::DueAndNext>> + Send {
+        (**self).due_and_next(now, horizon)
+    }
+
     fn armed_timers(
         &self,
         execution_id: &str,
