@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 /// The sample shop's machines, a directory as the functions' `HAREL_DEFINITIONS_DIR` is.
 const APP_MACHINES: &str = "../functions/app/machines";
-const ALL_APP: &str = "Approval, Flow, Fulfilment, Order, ShopOrder";
+const ALL_APP: &str = "Approval, Fulfilment, Order, ShopOrder";
 
 /// `harel ARGS` with `HAREL_MACHINES` as given (and none from the caller), against a table
 /// prefix and queue that are never reached.
@@ -84,7 +84,7 @@ fn a_directory_given_to_machines_loads_all_its_machines() {
     );
     let said = stderr(&out);
     assert!(
-        said.contains("the functions run Approval, Extra, Flow, Fulfilment, Order, ShopOrder (per"),
+        said.contains("the functions run Approval, Extra, Fulfilment, Order, ShopOrder (per"),
         "{said}"
     );
     std::fs::remove_dir_all(&dir).ok();
@@ -104,7 +104,7 @@ fn harel_machines_is_read_when_no_machines_option_is_given() {
     let said = stderr(&out);
     assert!(
         said.contains(
-            "the functions run Approval, Extra, Flow, Fulfilment, Order, ShopOrder (per HAREL_MACHINES)"
+            "the functions run Approval, Extra, Fulfilment, Order, ShopOrder (per HAREL_MACHINES)"
         ),
         "{said}"
     );
