@@ -61,6 +61,33 @@ pub fn check_shards(shards: u32) -> Result<u32, StoreError> {
 }
 
 impl DynamoDbStore {
+    /// One page of shard `shard` of `by_due`: its rows with `fire_at <= until`, soonest
+    /// first, from `start`, at most `limit` of them.
+    async fn due_page(
+        &self,
+        table: &str,
+        shard: u32,
+        until: &str,
+        limit: Option<i32>,
+        start: Option<Item>,
+    ) -> StoreResult<aws_sdk_dynamodb::operation::query::QueryOutput> {
+        self.client
+            .query()
+            .table_name(table)
+            .index_name(timers::DUE_INDEX)
+            .key_condition_expression("#ds = :s AND fire_at <= :until")
+            .expression_attribute_names("#ds", timers::DUE_SHARD_ATTR)
+            .expression_attribute_values(":s", s(shard.to_string()))
+            .expression_attribute_values(":until", AttributeValue::N(until.to_string()))
+            .scan_index_forward(true)
+            .set_limit(limit)
+            .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|e| errors::classify("Query", table, e))
+    }
+
     /// One Query per shard of `by_due` for `fire_at <= until`, soonest first, concurrently;
     /// `limit` stops each shard at its first page of that many rows, else every page is read.
     pub(crate) async fn query_due_shards(
@@ -76,21 +103,8 @@ impl DynamoDbStore {
                 let mut start: Option<Item> = None;
                 loop {
                     let resp = self
-                        .client
-                        .query()
-                        .table_name(&table)
-                        .index_name(timers::DUE_INDEX)
-                        .key_condition_expression("#ds = :s AND fire_at <= :until")
-                        .expression_attribute_names("#ds", timers::DUE_SHARD_ATTR)
-                        .expression_attribute_values(":s", s(shard.to_string()))
-                        .expression_attribute_values(":until", AttributeValue::N(until.to_string()))
-                        .scan_index_forward(true)
-                        .set_limit(limit)
-                        .set_exclusive_start_key(start.take())
-                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                        .send()
-                        .await
-                        .map_err(|e| errors::classify("Query", &table, e))?;
+                        .due_page(&table, shard, until, limit, start.take())
+                        .await?;
                     items.extend(resp.items().iter().cloned());
                     match resp.last_evaluated_key() {
                         Some(key) if !key.is_empty() && limit.is_none() => {
@@ -127,24 +141,8 @@ impl DynamoDbStore {
                 let mut limit = 2;
                 loop {
                     let resp = self
-                        .client
-                        .query()
-                        .table_name(&table)
-                        .index_name(timers::DUE_INDEX)
-                        .key_condition_expression("#ds = :s AND fire_at <= :until")
-                        .expression_attribute_names("#ds", timers::DUE_SHARD_ATTR)
-                        .expression_attribute_values(":s", s(shard.to_string()))
-                        .expression_attribute_values(
-                            ":until",
-                            AttributeValue::N(horizon.to_string()),
-                        )
-                        .scan_index_forward(true)
-                        .limit(limit)
-                        .set_exclusive_start_key(start.take())
-                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                        .send()
-                        .await
-                        .map_err(|e| errors::classify("Query", &table, e))?;
+                        .due_page(&table, shard, horizon, Some(limit), start.take())
+                        .await?;
                     for item in resp.items() {
                         let timer = timers::due_timer_of(&table, item)?;
                         if timer.fire_at > now {
