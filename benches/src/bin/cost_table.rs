@@ -11,7 +11,8 @@
 //! does. Both sides' DynamoDB and SQS requests are recorded at the HTTP level and priced by
 //! the same rules (`harel_testwire::units`); the clients' sends and the empty receives that
 //! end a drain are not counted. Lambda's billed duration is estimated from the process CPU
-//! time around each handling, rounded up to the millisecond as Lambda bills.
+//! time around each handling, measured on a second pass whose requests are not recorded,
+//! rounded up to the millisecond as Lambda bills.
 //!
 //!     scripts/cost-table.sh      (runs this under scripts/with-moto.sh)
 
@@ -154,37 +155,28 @@ impl Side {
     }
 }
 
-/// Our side: the worker and the relay as booted functions, every request they make recorded.
-struct Ours {
-    moto: MotoStack,
-    wire: Recorder,
+/// The worker and the relay as booted functions, on one SDK configuration.
+struct Functions {
     worker: Arc<AppWorker>,
     relay: harel_app::aws::Services,
-    /// The event source's handle on the queue (recorded: its receives and deletes are billed).
+    /// The event source's handle on the queue (its receives and deletes are billed).
     source: SqsTransport,
     sqs: aws_sdk_sqs::Client,
-    /// The clients' handle (not recorded).
-    client: SqsTransport,
+    queue: String,
 }
 
-impl Ours {
-    async fn boot(machine: harel_model::Definition) -> Ours {
-        let moto = MotoStack::new("cost").await;
-        moto.create_idempotency_table(&aws_sdk_dynamodb::Client::new(&moto.sdk))
-            .await;
-        let wire = Recorder::new().with_bodies();
-        wire.step("setup");
-        let sdk = moto
-            .sdk
-            .to_builder()
-            .http_client(wire.http_client())
-            .build();
+impl Functions {
+    async fn boot(
+        moto: &MotoStack,
+        sdk: &aws_config::SdkConfig,
+        machine: &harel_model::Definition,
+    ) -> Functions {
         let app = || {
             Application::compiled()
                 .expect("the compiled-in machines")
                 .with(vec![machine.clone()], |_| {})
         };
-        let worker = boot_app(app(), Role::Worker, moto.config(&[]), &sdk)
+        let worker = boot_app(app(), Role::Worker, moto.config(&[]), sdk)
             .await
             .expect("the worker boots");
         assert!(
@@ -196,18 +188,16 @@ impl Ours {
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
-        let relay = boot_app(app(), Role::Relay, config_from(Role::Relay, &pairs), &sdk)
+        let relay = boot_app(app(), Role::Relay, config_from(Role::Relay, &pairs), sdk)
             .await
             .expect("the relay boots");
-        let sqs = aws_sdk_sqs::Client::new(&sdk);
-        Ours {
+        let sqs = aws_sdk_sqs::Client::new(sdk);
+        Functions {
             source: SqsTransport::new(sqs.clone(), &moto.queue),
-            client: moto.source(),
             worker: worker.into_worker(),
             relay,
             sqs,
-            wire,
-            moto,
+            queue: moto.queue.clone(),
         }
     }
 
@@ -248,7 +238,7 @@ impl Ours {
                 .collect();
             self.sqs
                 .delete_message_batch()
-                .queue_url(&self.moto.queue)
+                .queue_url(&self.queue)
                 .set_entries(Some(entries))
                 .send()
                 .await
@@ -271,50 +261,116 @@ impl Ours {
         let d = &report.delivered;
         (d.published + d.children_created + d.acked_outbox + d.acked_spawns > 0).then_some(cpu)
     }
+}
+
+/// Our side: the functions twice on one stack, booted as they boot: once with every request
+/// recorded (what an event costs in requests), once on plain clients (the CPU time, without
+/// the recorder's own work).
+struct Ours {
+    moto: MotoStack,
+    wire: Recorder,
+    counted: Functions,
+    quiet: Functions,
+    /// The clients' handle on the queue (not recorded).
+    client: SqsTransport,
+}
+
+impl Ours {
+    async fn boot(machine: harel_model::Definition) -> Ours {
+        let moto = MotoStack::new("cost").await;
+        moto.create_idempotency_table(&aws_sdk_dynamodb::Client::new(&moto.sdk))
+            .await;
+        let wire = Recorder::new().with_bodies();
+        wire.step("setup");
+        let recorded = moto
+            .sdk
+            .to_builder()
+            .http_client(wire.http_client())
+            .build();
+        Ours {
+            counted: Functions::boot(&moto, &recorded, &machine).await,
+            quiet: Functions::boot(&moto, &moto.sdk, &machine).await,
+            client: moto.source(),
+            wire,
+            moto,
+        }
+    }
+
+    /// Create `id`, run it to Idle, send it `kind`: what `functions` spent on the event
+    /// (each invocation's CPU time), its requests recorded under `workload` when recorded.
+    async fn event(
+        &self,
+        functions: &Functions,
+        workload: &str,
+        id: &str,
+        kind: &str,
+        state: &str,
+        side: &mut Side,
+    ) -> Vec<Duration> {
+        self.wire.step("setup");
+        send(
+            &self.client,
+            id,
+            create_body("Cost", Default::default(), Some(id)),
+        )
+        .await;
+        functions.drain().await;
+        functions.relay().await;
+        send(&self.client, id, Event::new(kind).to_json()).await;
+        self.wire.take();
+        self.wire.step(workload);
+        let mut cpu = functions.drain().await;
+        for call in &self.wire.take().calls {
+            side.add(call);
+        }
+        // a relay tick that finds nothing runs whatever the events: neither its invocation
+        // nor its requests are this event's
+        if let Some(relayed) = functions.relay().await {
+            cpu.push(relayed);
+            for call in &self.wire.take().calls {
+                side.add(call);
+            }
+        }
+        self.wire.step("setup");
+        self.wire.take();
+        let exe = self
+            .moto
+            .store()
+            .load(id)
+            .await
+            .expect("load")
+            .expect("stored");
+        let path = exe.active_path.unwrap_or_default();
+        assert!(path.starts_with(state), "{id} is in {path}, not {state}");
+        cpu
+    }
 
     async fn run(&self, workload: &str, kind: &str, state: &str) -> Side {
         let mut side = Side {
             runs: RUNS,
             ..Side::default()
         };
+        let mut counted = Vec::new();
+        let mut quiet = Vec::new();
+        let mut unused = Side::default();
         for i in 0..RUNS {
             let id = format!("{}-{i}", kind.to_lowercase());
-            self.wire.step("setup");
-            send(
-                &self.client,
-                &id,
-                create_body("Cost", Default::default(), Some(&id)),
-            )
-            .await;
-            self.drain().await;
-            self.relay().await;
-            send(&self.client, &id, Event::new(kind).to_json()).await;
-            self.wire.take();
-            self.wire.step(workload);
-            side.invocations.extend(self.drain().await);
-            for call in &self.wire.take().calls {
-                side.add(call);
-            }
-            // a relay tick that finds nothing runs whatever the events: neither its
-            // invocation nor its requests are this event's
-            if let Some(cpu) = self.relay().await {
-                side.invocations.push(cpu);
-                for call in &self.wire.take().calls {
-                    side.add(call);
-                }
-            }
-            self.wire.step("setup");
-            let exe = self
-                .moto
-                .store()
-                .load(&id)
-                .await
-                .expect("load")
-                .expect("stored");
-            let path = exe.active_path.unwrap_or_default();
-            assert!(path.starts_with(state), "{id} is in {path}, not {state}");
+            counted.extend(
+                self.event(&self.counted, workload, &id, kind, state, &mut side)
+                    .await,
+            );
+            let id = format!("{}-q{i}", kind.to_lowercase());
+            quiet.extend(
+                self.event(&self.quiet, workload, &id, kind, state, &mut unused)
+                    .await,
+            );
         }
-        self.wire.take();
+        assert_eq!(
+            counted.len(),
+            quiet.len(),
+            "both passes took as many invocations"
+        );
+        side.invocations = quiet;
         side
     }
 }
@@ -416,7 +472,8 @@ async fn main() {
     println!("  claiming one message at a time; priced as if each handled message were one Lambda invocation.");
     println!("Not counted on either side: the client's send, the empty receives that end a drain.");
     println!("Read/write units: computed from the request and answer bodies as DynamoDB bills (harel_testwire::units).");
-    println!("Billed duration: the process CPU time around each handling, rounded up to 1 ms per invocation");
+    println!("Billed duration: the process CPU time around each handling (on a second pass of as many executions,");
+    println!("  requests not recorded), rounded up to 1 ms per invocation");
     println!("  (a lower bound: Lambda bills wall time, which adds the requests' round trips).");
     println!(
         "Prices (us-east-1 on-demand): DynamoDB ${WRITE_UNIT} per million write request units, ${READ_UNIT} per million read request units;"
