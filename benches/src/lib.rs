@@ -1,6 +1,7 @@
 //! The benchmarks that measure the stack over the wire on a moto server (`src/bin`: the
 //! store's cost per step next to harel Python's, the periodic reads as the data grows, one
-//! listed page), each run by a `scripts/bench-*.sh`. They sit at the top of the workspace, so
+//! listed page, what an event costs through the functions next to harel Python's worker),
+//! each run by a `scripts/bench-*.sh` (the last by `scripts/cost-table.sh`). They sit at the top of the workspace, so
 //! they may drive any crate (the sweeper over the DynamoDB store, the embedded runner)
 //! without making a lower crate's dev-dependencies point up.
 //!
