@@ -27,6 +27,8 @@ def main():
     events.register("after-call.dynamodb", after_call)
     defn = definition_from_dsl_file(Path(__file__).with_name("bench_runner.stm"), "BenchRun")
     runner = DurableRunner(store, {defn.id: defn})
+    STEP["name"] = "runner: first create of a version"
+    runner.create("BenchRun", execution_id="run0")
     STEP["name"] = "runner: create"
     runner.create("BenchRun", execution_id="run1")
     STEP["name"] = "runner: state-only event"

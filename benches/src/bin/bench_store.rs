@@ -418,6 +418,13 @@ async fn run_runner(
     let defn = harel_lang::load_file(std::path::Path::new(machine), Some("BenchRun"))
         .expect("bench_runner.stm loads");
     let runner = harel_runtime::DurableRunner::new(store, [defn]);
+    // a version's first create also keeps its definitions item (once per version and stack);
+    // every later create, from any process, finds it kept
+    rec.step("runner: first create of a version");
+    runner
+        .create("BenchRun", None, Some("run0"))
+        .await
+        .expect("first create");
     rec.step("runner: create");
     runner
         .create("BenchRun", None, Some("run1"))
