@@ -12,8 +12,10 @@ mod executions;
 mod list;
 mod outbox;
 mod purge;
+mod reindex;
 mod scan;
 pub mod seq;
+pub mod shards;
 pub mod tables;
 pub mod timers;
 mod traces;
@@ -41,6 +43,7 @@ use harel_store::{
 use codec::{get_f64, get_opt_s, get_s, get_u64, n_int, py_decimal_str, s, Item};
 use commit::{Outcome, Retention, TRACE_IDX_ATTR};
 pub use list::ScanProgress;
+pub use reindex::Reindexed;
 use seq::ClockSeqs;
 pub use seq::SeqAllocation;
 pub use tables::{Tables, TablesError, RETAIN_UNTIL};

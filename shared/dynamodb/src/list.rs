@@ -6,11 +6,13 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnConsumedCapacity};
+use futures_util::future::join_all;
 use harel_model::{Execution, ExecutionPage, ExecutionSummary, Status};
 use harel_store::listing::{machine_status_key, page_of, sort_key, status_key, Cursor};
 use harel_store::{memory::matches, ListQuery, StoreError, StoreResult};
 
 use crate::codec::{get_s, get_u64, s, Item};
+use crate::shards::{sharded, LIST_SHARDS};
 use crate::tables::{BY_MACHINE_STATUS, BY_PARENT, BY_STATUS, LIST_MPK, LIST_PK, LIST_SK, PARENT};
 use crate::{errors, DynamoDbStore};
 
@@ -33,10 +35,11 @@ impl DynamoDbStore {
         self.list_by_index(query, after).await
     }
 
-    /// Each status partition (root, and child unless `roots_only`) gives its newest
-    /// `limit + 1` keys past the cursor; the merge keeps the newest `limit` and one
-    /// BatchGetItem reads their rows. Keys read: at most partitions x (limit + 1); items
-    /// read: at most `limit`.
+    /// Each status partition (root, and child unless `roots_only`) is sharded
+    /// ([`LIST_SHARDS`]); every shard gives its newest `limit + 1` keys past the cursor, all
+    /// at once, the merge keeps the newest `limit` and one BatchGetItem reads their rows.
+    /// Queries: partitions x shards; keys read: at most that many times `limit + 1`; items
+    /// read: at most `limit`. None of it grows with the table.
     async fn list_by_index(
         &self,
         query: &ListQuery,
@@ -54,18 +57,22 @@ impl DynamoDbStore {
             Some(_) => (BY_MACHINE_STATUS, LIST_MPK),
             None => (BY_STATUS, LIST_PK),
         };
-        let mut keys: Vec<(String, String)> = Vec::new();
+        let mut partitions = Vec::new();
         for status in &statuses {
             for &child in kinds {
-                let partition = match &query.definition_id {
+                let logical = match &query.definition_id {
                     Some(def) => machine_status_key(def, *status, child),
                     None => status_key(*status, child),
                 };
-                keys.extend(
-                    self.partition_page(index, attr, &partition, after.as_deref(), query.limit + 1)
-                        .await?,
-                );
+                partitions.extend((0..LIST_SHARDS).map(|shard| sharded(&logical, shard)));
             }
+        }
+        let pages = partitions.iter().map(|partition| {
+            self.partition_page(index, attr, partition, after.as_deref(), query.limit + 1)
+        });
+        let mut keys: Vec<(String, String)> = Vec::new();
+        for page in join_all(pages).await {
+            keys.extend(page?);
         }
         keys.sort_by(|a, b| b.0.cmp(&a.0));
         // the index is eventually consistent: a status change may show one id in two

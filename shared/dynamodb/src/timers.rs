@@ -23,20 +23,10 @@ pub const DEFAULT_DUE_SHARDS: u32 = 8;
 /// `IN` takes at most 100 operands; the compatibility Scan lists every shard.
 pub const MAX_DUE_SHARDS: u32 = 100;
 
-/// The shard of a timer: FNV-1a (64 bit) of `execution_id \0 path`, mod `shards`. Stable
-/// across processes, builds and languages (a keyed SipHash would not be), so any writer
-/// that wants to index its rows can compute the same number.
+/// The shard of a timer: the stable hash of `execution_id \0 path`, mod `shards`
+/// ([`crate::shards`]).
 pub fn due_shard(execution_id: &str, path: &str, shards: u32) -> u32 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in execution_id
-        .bytes()
-        .chain(std::iter::once(0))
-        .chain(path.bytes())
-    {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    (hash % u64::from(shards.max(1))) as u32
+    crate::shards::shard_of(&[execution_id, path], shards)
 }
 
 /// A timer row as both reads return it (index keys or a full row: the same attributes).

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::faults::{faulty_client, retrying_faulty_client, Fault};
+use harel_dynamodb::shards::LIST_SHARDS;
 use harel_dynamodb::DynamoDbStore;
 use harel_model::{Event, Execution, Object, Status};
 use harel_store::prelude::*;
@@ -721,13 +722,16 @@ async fn listing_by_index_reads_the_page_not_the_table() {
         let ids: Vec<String> = page.items.iter().map(|s| s.id.clone()).collect();
         assert_eq!(ids, ["x140", "x070"], "newest first ({machine:?})");
         let tally = reads.take();
-        // root and child partitions: 2 Queries of at most 3 keys, 1 BatchGetItem of 2 items
+        // root and child partitions, each in its shards: a Query of at most 3 keys per
+        // shard, then 1 BatchGetItem of 2 items
+        let queries = 2 * LIST_SHARDS as usize;
+        assert_eq!(tally.count("Query"), queries, "({machine:?}) {tally:?}");
         assert_eq!(
-            tally.operations(),
-            ["Query", "Query", "BatchGetItem"],
-            "({machine:?})"
+            tally.operations().last().map(String::as_str),
+            Some("BatchGetItem")
         );
-        assert!(tally.items_read() <= 2 * 3 + 2, "{tally:?}");
+        assert_eq!(tally.requests(), queries + 1, "{tally:?}");
+        assert!(tally.items_read() <= queries as u64 * 3 + 2, "{tally:?}");
         let rest = store
             .list_executions(&ListQuery {
                 cursor: page.next_cursor.clone(),
@@ -756,7 +760,248 @@ async fn listing_by_index_reads_the_page_not_the_table() {
         .expect("all statuses");
     assert_eq!(any.items[0].id, "x202");
     let tally = reads.take();
-    assert!(tally.items_read() <= 14 * 6 + 5, "{tally:?}");
+    assert_eq!(tally.count("Query"), 14 * LIST_SHARDS as usize, "{tally:?}");
+    assert!(
+        tally.items_read() <= 14 * u64::from(LIST_SHARDS) * 6 + 5,
+        "{tally:?}"
+    );
+}
+
+fn listing_keys(
+    items: &[std::collections::HashMap<String, AttributeValue>],
+) -> Vec<(String, String)> {
+    items
+        .iter()
+        .filter(|i| i.contains_key("list_pk"))
+        .map(|i| (attr_s(i, "list_pk"), attr_s(i, "list_mpk")))
+        .collect()
+}
+
+/// No hot partition: executions created RUNNING and finished DONE write their listing keys
+/// over every shard of each status (the shard follows the id, so it never moves), and a page
+/// merged across the shards is still the newest first and reads O(page).
+#[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
+async fn status_changes_spread_the_listing_index_over_its_shards() {
+    let (client, reads) = common::recorded_client().await;
+    let store = common::store_on(client, 0).await;
+    let count = 96;
+    let mut exes = Vec::new();
+    for i in 0..count {
+        let mut e = new_exe(&format!("order-{i:03}"));
+        e.status = Status::Running;
+        e.created_at = Some(1_700_000_000.0 + i as f64);
+        store
+            .commit(&mut e, Commit::default())
+            .await
+            .expect("create");
+        exes.push(e);
+    }
+    let shards_of = |keys: &[(String, String)], status: &str| {
+        let mut per_shard = std::collections::BTreeMap::<String, usize>::new();
+        for (pk, mpk) in keys {
+            let (logical, shard) = pk.rsplit_once('#').expect("a sharded key");
+            assert_eq!(logical, status, "{pk}");
+            assert_eq!(mpk, &format!("def#{pk}"));
+            *per_shard.entry(shard.to_string()).or_default() += 1;
+        }
+        per_shard
+    };
+    let table = store.tables().executions();
+    let running = shards_of(&listing_keys(&scan(&store, table.clone()).await), "RUNNING");
+    for e in &mut exes {
+        e.status = Status::Done;
+        e.finished_at = e.created_at;
+        store.commit(e, Commit::default()).await.expect("finish");
+    }
+    let done = shards_of(&listing_keys(&scan(&store, table.clone()).await), "DONE");
+    for per_shard in [&running, &done] {
+        assert_eq!(
+            per_shard.len(),
+            LIST_SHARDS as usize,
+            "every shard: {per_shard:?}"
+        );
+        // 12 each on average: none takes more than twice its share
+        let mean = count / LIST_SHARDS as usize;
+        assert!(per_shard.values().all(|&n| n <= 2 * mean), "{per_shard:?}");
+    }
+    assert_eq!(
+        running, done,
+        "an execution keeps its shard across status changes"
+    );
+
+    reads.take();
+    let page = store
+        .list_executions(&ListQuery {
+            status: Some(vec![Status::Done]),
+            roots_only: true,
+            limit: 5,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("a page");
+    let ids: Vec<&str> = page.items.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "order-095",
+            "order-094",
+            "order-093",
+            "order-092",
+            "order-091"
+        ]
+    );
+    let tally = reads.take();
+    assert_eq!(tally.count("Query"), LIST_SHARDS as usize, "{tally:?}");
+    assert!(
+        tally.items_read() <= u64::from(LIST_SHARDS) * 6 + 5,
+        "{tally:?}"
+    );
+    let mut seen = ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut cursor = page.next_cursor;
+    while let Some(c) = cursor {
+        let next = store
+            .list_executions(&ListQuery {
+                status: Some(vec![Status::Done]),
+                roots_only: true,
+                limit: 7,
+                cursor: Some(c),
+                ..ListQuery::default()
+            })
+            .await
+            .expect("next page");
+        seen.extend(next.items.iter().map(|s| s.id.clone()));
+        cursor = next.next_cursor;
+    }
+    let expected: Vec<String> = (0..count).rev().map(|i| format!("order-{i:03}")).collect();
+    assert_eq!(
+        seen, expected,
+        "pages across shards: every execution once, newest first"
+    );
+}
+
+/// Upgrading from the unsharded listing keys: executions an earlier release wrote are missing
+/// from the listing until `reindex_listing` rewrites their keys (a dry run counts them and
+/// writes nothing); a second run finds nothing left, and rows without listing keys (harel
+/// Python's) are neither read as candidates nor touched.
+#[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
+async fn reindex_shards_the_keys_an_earlier_release_wrote() {
+    let store = common::store(0).await;
+    let table = store.tables().executions();
+    for i in 0..10 {
+        let mut e = new_exe(&format!("old-{i}"));
+        e.status = if i < 6 { Status::Running } else { Status::Done };
+        if i % 2 == 1 {
+            e.parent_id = Some("old-0".into());
+        }
+        e.created_at = Some(1_700_000_000.0 + f64::from(i));
+        store
+            .commit(&mut e, Commit::default())
+            .await
+            .expect("commit");
+        // the keys as the previous release wrote them
+        let child = e.parent_id.is_some();
+        store
+            .client()
+            .update_item()
+            .table_name(&table)
+            .key("id", AttributeValue::S(e.id.to_string()))
+            .update_expression("SET list_pk = :pk, list_mpk = :mpk")
+            .expression_attribute_values(
+                ":pk",
+                AttributeValue::S(harel_store::listing::status_key(e.status, child)),
+            )
+            .expression_attribute_values(
+                ":mpk",
+                AttributeValue::S(harel_store::listing::machine_status_key(
+                    "def", e.status, child,
+                )),
+            )
+            .send()
+            .await
+            .expect("legacy keys");
+    }
+    let python_row = new_exe("python-1");
+    store
+        .client()
+        .put_item()
+        .table_name(&table)
+        .item("id", AttributeValue::S("python-1".into()))
+        .item("data", AttributeValue::S(python_row.to_json()))
+        .item("version", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .expect("a row as harel Python writes it");
+    let everything = ListQuery {
+        limit: 50,
+        ..ListQuery::default()
+    };
+    let listed = |page: harel_model::ExecutionPage| page.items.len();
+    assert_eq!(
+        listed(store.list_executions(&everything).await.expect("list")),
+        0
+    );
+
+    let dry = store.reindex_listing(true).await.expect("dry run");
+    assert_eq!(
+        dry,
+        harel_dynamodb::Reindexed {
+            read: 10,
+            rewritten: 10,
+            changed_meanwhile: 0
+        }
+    );
+    assert_eq!(
+        listed(store.list_executions(&everything).await.expect("list")),
+        0
+    );
+
+    let done = store.reindex_listing(false).await.expect("reindex");
+    assert_eq!(
+        done,
+        harel_dynamodb::Reindexed {
+            read: 10,
+            rewritten: 10,
+            changed_meanwhile: 0
+        }
+    );
+    let page = store.list_executions(&everything).await.expect("list");
+    assert_eq!(page.items.len(), 10);
+    let running_children = store
+        .list_executions(&ListQuery {
+            status: Some(vec![Status::Running]),
+            definition_id: Some("def".into()),
+            limit: 50,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("by machine");
+    let mut ids: Vec<&str> = running_children
+        .items
+        .iter()
+        .map(|s| s.id.as_str())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["old-0", "old-1", "old-2", "old-3", "old-4", "old-5"]);
+    let again = store.reindex_listing(false).await.expect("again");
+    assert_eq!(
+        again,
+        harel_dynamodb::Reindexed {
+            read: 10,
+            rewritten: 0,
+            changed_meanwhile: 0
+        }
+    );
+    let rows = scan(&store, table).await;
+    let python = rows
+        .iter()
+        .find(|r| attr_s(r, "id") == "python-1")
+        .expect("kept");
+    assert!(
+        !python.contains_key("list_pk"),
+        "harel Python's row is left as it was"
+    );
 }
 
 /// A revive (a finished execution running again) drops `retain_until`; FAILED keeps none;

@@ -3,12 +3,13 @@
 //! the timers, the trace ring and the bus events; what the outcome needs to read the
 //! cancellation reasons back (the positions of the seq, mark and trace items).
 
+use crate::shards::{machine_status_partition, status_partition};
 use aws_sdk_dynamodb::types::{
     Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
 use harel_model::pyjson::json_dumps;
 use harel_model::Execution;
-use harel_store::listing::{machine_status_key, sort_key, status_key};
+use harel_store::listing::sort_key;
 use harel_store::{Commit, StoreError, TimerOp};
 use serde_json::Value;
 
@@ -159,10 +160,18 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     // the listing indexes' keys: they change only with the status (the sort key is fixed at
     // creation), so a commit that keeps the status writes no index item
     let child = exe.parent_id.is_some();
-    exe_item.insert(LIST_PK.into(), s(status_key(exe.status, child)));
+    exe_item.insert(
+        LIST_PK.into(),
+        s(status_partition(&exe.id, exe.status, child)),
+    );
     exe_item.insert(
         LIST_MPK.into(),
-        s(machine_status_key(&exe.definition_id, exe.status, child)),
+        s(machine_status_partition(
+            &exe.id,
+            &exe.definition_id,
+            exe.status,
+            child,
+        )),
     );
     exe_item.insert(LIST_SK.into(), s(sort_key(exe)));
     if let Some(parent) = &exe.parent_id {
