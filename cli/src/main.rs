@@ -69,6 +69,8 @@ enum Command {
     Monitor(commands::monitor::MonitorArgs),
     /// Delete finished execution trees older than an age for good, optionally archived
     Purge(commands::purge::PurgeArgs),
+    /// After an upgrade: shard the listing keys an earlier release wrote (safe while running)
+    Reindex(commands::reindex::ReindexArgs),
     /// A local web console: executions, live statecharts, actions, machines, dead letters
     Console(commands::console::ConsoleArgs),
     /// Read, redrive and delete dead letters (messages the worker could not process)
@@ -120,6 +122,7 @@ async fn main() -> ExitCode {
         Command::DeployCheck(args) => commands::versions::execute_deploy_check(args).await,
         Command::Monitor(args) => commands::monitor::execute(args).await,
         Command::Purge(args) => commands::purge::execute(args).await,
+        Command::Reindex(args) => commands::reindex::execute(args).await,
         Command::Console(args) => commands::console::execute(args).await,
         Command::Dlq(cmd) => commands::dlq::execute(cmd).await,
         Command::Idempotency(cmd) => commands::idempotency::execute(cmd).await,

@@ -948,3 +948,60 @@ async fn schedules_trigger_starts_an_entry_now() {
         "no entry \"nope\" in ../examples/schedules.yaml: it has nightly-orders, approvals-sweep",
     );
 }
+
+/// `harel reindex` after an upgrade: an execution whose listing keys an earlier release wrote
+/// unsharded is missing from `harel list` until reindex rewrites them; a second run has
+/// nothing to do.
+#[tokio::test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
+async fn reindex_brings_an_earlier_releases_executions_back_into_the_listing() {
+    let stack = deploy().await;
+    stack.ok(&[
+        "create",
+        "Order",
+        "--id",
+        "ord-old",
+        "--machines",
+        APP_MACHINES,
+    ]);
+    stack.pump().await;
+    has(&stack.ok(&["list"]), "ord-old");
+    stack
+        .reader
+        .client()
+        .update_item()
+        .table_name(stack.reader.tables().executions())
+        .key(
+            "id",
+            aws_sdk_dynamodb::types::AttributeValue::S("ord-old".into()),
+        )
+        .update_expression("SET list_pk = :pk, list_mpk = :mpk")
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("RUNNING".into()),
+        )
+        .expression_attribute_values(
+            ":mpk",
+            aws_sdk_dynamodb::types::AttributeValue::S("Order#RUNNING".into()),
+        )
+        .send()
+        .await
+        .expect("the keys an earlier release wrote");
+    assert!(!stack.ok(&["list"]).contains("ord-old"), "not in any shard");
+
+    assert_eq!(
+        stack.ok(&["reindex", "--dry-run"]),
+        "read 1 executions with listing keys; would rewrite 1\n"
+    );
+    assert!(!stack.ok(&["list"]).contains("ord-old"), "a dry run");
+    assert_eq!(
+        stack.ok(&["reindex"]),
+        "read 1 executions with listing keys; rewrote 1\n"
+    );
+    has(&stack.ok(&["list"]), "ord-old");
+    has(&stack.ok(&["list", "--machine", "Order"]), "ord-old");
+    assert_eq!(
+        stack.ok(&["reindex"]),
+        "read 1 executions with listing keys; rewrote 0\n"
+    );
+}

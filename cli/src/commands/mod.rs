@@ -16,6 +16,7 @@ pub mod machines;
 pub mod monitor;
 pub mod new;
 pub mod purge;
+pub mod reindex;
 pub mod render;
 pub mod run;
 pub mod schedules;
