@@ -62,12 +62,14 @@ impl DynamoDbStore {
             .map_err(|e| errors::corrupt(&self.tables.executions(), e))
     }
 
-    /// Whether the mark is there, read strongly consistent whatever `consistent_reads` says
-    /// (it decides between a conflict and a duplicate).
-    pub(crate) async fn processed_consistently(
+    /// Whether the dedupe mark of `event_id` is there: strongly consistent where it decides
+    /// between a conflict and a duplicate (whatever `consistent_reads` says), eventually
+    /// consistent for harel's dedupe look.
+    pub(crate) async fn has_mark(
         &self,
         execution_id: &str,
         event_id: &str,
+        consistent: bool,
     ) -> StoreResult<bool> {
         let resp = self
             .client
@@ -75,7 +77,7 @@ impl DynamoDbStore {
             .table_name(self.tables.processed())
             .key("execution_id", s(execution_id))
             .key("event_id", s(event_id))
-            .consistent_read(true)
+            .consistent_read(consistent)
             .send()
             .await
             .map_err(|e| errors::classify("GetItem", &self.tables.processed(), e))?;
@@ -217,7 +219,7 @@ impl DynamoDbStore {
                             // no reasons to tell the mark's condition from the version's
                             // (an older emulator's bare ConditionalCheckFailedException)
                             if let Some(event_id) = &commit.processed_event_id {
-                                if self.processed_consistently(&exe.id, event_id).await? {
+                                if self.has_mark(&exe.id, event_id, true).await? {
                                     return Err(already_processed(exe, &commit));
                                 }
                             }
@@ -312,17 +314,7 @@ impl Executions for DynamoDbStore {
     /// exact, and a stale "not there" only lets the step run to its commit, whose mark
     /// condition refuses it (`StoreError::AlreadyProcessed`).
     async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
-        let resp = self
-            .client
-            .get_item()
-            .table_name(self.tables.processed())
-            .key("execution_id", s(execution_id))
-            .key("event_id", s(event_id))
-            .consistent_read(false)
-            .send()
-            .await
-            .map_err(|e| errors::classify("GetItem", &self.tables.processed(), e))?;
-        Ok(resp.item().is_some())
+        self.has_mark(execution_id, event_id, false).await
     }
 
     async fn list_executions(&self, query: &ListQuery) -> StoreResult<ExecutionPage> {
