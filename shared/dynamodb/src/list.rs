@@ -2,11 +2,12 @@
 //! holds), or by a full Scan (`ListQuery::scan`) that also finds rows harel Python wrote,
 //! whose Put drops the index attributes.
 
+mod merge;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnConsumedCapacity};
-use futures_util::future::join_all;
 use harel_model::{Execution, ExecutionPage, ExecutionSummary, Status};
 use harel_store::listing::{machine_status_key, page_of, sort_key, status_key, Cursor};
 use harel_store::{memory::matches, ListQuery, StoreError, StoreResult};
@@ -36,10 +37,11 @@ impl DynamoDbStore {
     }
 
     /// Each status partition (root, and child unless `roots_only`) is sharded
-    /// ([`LIST_SHARDS`]); every shard gives its newest `limit + 1` keys past the cursor, all
-    /// at once, the merge keeps the newest `limit` and one BatchGetItem reads their rows.
-    /// Queries: partitions x shards; keys read: at most that many times `limit + 1`; items
-    /// read: at most `limit`. None of it grows with the table.
+    /// ([`LIST_SHARDS`]); the shards' newest keys past the cursor are merged lazily
+    /// ([`merge`]: each shard first asked for its share of `limit + 1` and one more, all at
+    /// once), and one BatchGetItem reads the newest `limit` rows. Queries: one a shard, more
+    /// only where the spread is uneven; keys read: about `limit` plus one a shard; items read:
+    /// at most `limit`. None of it grows with the table.
     async fn list_by_index(
         &self,
         query: &ListQuery,
@@ -67,17 +69,12 @@ impl DynamoDbStore {
                 partitions.extend((0..LIST_SHARDS).map(|shard| sharded(&logical, shard)));
             }
         }
-        let pages = partitions.iter().map(|partition| {
-            self.partition_page(index, attr, partition, after.as_deref(), query.limit + 1)
-        });
-        let mut keys: Vec<(String, String)> = Vec::new();
-        for page in join_all(pages).await {
-            keys.extend(page?);
-        }
-        keys.sort_by(|a, b| b.0.cmp(&a.0));
-        // the index is eventually consistent: a status change may show one id in two
-        // partitions for a moment
-        keys.dedup_by(|a, b| a.1 == b.1);
+        let want = query.limit + 1;
+        let first = merge::first_ask(want, LIST_SHARDS as usize);
+        let mut keys = merge::newest(partitions.len(), want, first, |i, start, limit| {
+            self.index_page(index, attr, &partitions[i], after.as_deref(), limit, start)
+        })
+        .await?;
         let more = keys.len() > query.limit;
         keys.truncate(query.limit);
         let ids: Vec<String> = keys.iter().map(|(_, id)| id.clone()).collect();
@@ -100,53 +97,53 @@ impl DynamoDbStore {
         Ok(ExecutionPage { items, next_cursor })
     }
 
-    /// The newest `want` (list_sk, id) of one index partition, older than `after`.
-    async fn partition_page(
+    /// One page of one index partition: at most `limit` (list_sk, id), newest first, older
+    /// than `after`, from `start`.
+    async fn index_page(
         &self,
         index: &str,
         attr: &str,
         partition: &str,
         after: Option<&str>,
-        want: usize,
-    ) -> StoreResult<Vec<(String, String)>> {
+        limit: usize,
+        start: Option<Item>,
+    ) -> StoreResult<merge::Page<Item>> {
         let table = self.tables.executions();
-        let mut out = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let mut req = self
-                .client
-                .query()
-                .table_name(&table)
-                .index_name(index)
-                .expression_attribute_names("#pk", attr)
-                .expression_attribute_values(":p", s(partition))
-                .scan_index_forward(false)
-                .limit((want - out.len()).min(i32::MAX as usize) as i32)
-                .set_exclusive_start_key(start.take())
-                .return_consumed_capacity(ReturnConsumedCapacity::Total);
-            req = match after {
-                Some(sk) => req
-                    .key_condition_expression("#pk = :p AND #sk < :after")
-                    .expression_attribute_names("#sk", LIST_SK)
-                    .expression_attribute_values(":after", s(sk)),
-                None => req.key_condition_expression("#pk = :p"),
-            };
-            let resp = req
-                .send()
-                .await
-                .map_err(|e| errors::classify("Query", &table, e))?;
-            for item in resp.items() {
-                let corrupt = |e| errors::corrupt(&format!("{table} index {index}"), e);
-                out.push((
+        let mut req = self
+            .client
+            .query()
+            .table_name(&table)
+            .index_name(index)
+            .expression_attribute_names("#pk", attr)
+            .expression_attribute_values(":p", s(partition))
+            .scan_index_forward(false)
+            .limit(limit.min(i32::MAX as usize) as i32)
+            .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        req = match after {
+            Some(sk) => req
+                .key_condition_expression("#pk = :p AND #sk < :after")
+                .expression_attribute_names("#sk", LIST_SK)
+                .expression_attribute_values(":after", s(sk)),
+            None => req.key_condition_expression("#pk = :p"),
+        };
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| errors::classify("Query", &table, e))?;
+        let corrupt = |e| errors::corrupt(&format!("{table} index {index}"), e);
+        let keys = resp
+            .items()
+            .iter()
+            .map(|item| {
+                Ok((
                     get_s(item, LIST_SK).map_err(corrupt)?.to_string(),
                     get_s(item, "id").map_err(corrupt)?.to_string(),
-                ));
-            }
-            match resp.last_evaluated_key() {
-                Some(key) if !key.is_empty() && out.len() < want => start = Some(key.clone()),
-                _ => return Ok(out),
-            }
-        }
+                ))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let next = resp.last_evaluated_key().filter(|k| !k.is_empty()).cloned();
+        Ok(merge::Page { keys, next })
     }
 
     /// The executions items (`id`, `data`, `version`) of `ids`, by id; absent ones left out.
