@@ -1,7 +1,8 @@
 //! What one page of `list_executions` costs as the executions table grows: M finished
 //! executions (two machines) beside 3 running roots and 2 running children, the page asked
-//! for is `--status RUNNING --limit 5` (by machine too, and of any status), through the
-//! sharded status indexes and through harel's Scan (`ListQuery::scan`), in the same run.
+//! for is `--status RUNNING --limit 5` (by machine too, of any status, and 200 DONE as a
+//! monitor's refresh asks), through the sharded status indexes and through harel's Scan
+//! (`ListQuery::scan`), in the same run.
 //! Requests and items read are counted on the wire (a Query's or Scan's `ScannedCount`, a
 //! BatchGetItem's items); the index side's read units as DynamoDB bills them
 //! (`harel_testwire::units`, exact here: no filter, items under 4 KB). A Scan is billed on
@@ -138,31 +139,30 @@ async fn main() {
     for m in sizes {
         seed(&store, seeded, m).await;
         seeded = m;
-        for (label, status, machine) in [
-            ("RUNNING, limit 5", Some(Status::Running), None),
+        // the last is a terminal monitor's refresh (`harel monitor --limit 200`) of one status
+        for (label, status, machine, limit) in [
+            ("RUNNING, limit 5", Some(Status::Running), None, 5),
             (
                 "order RUNNING, limit 5",
                 Some(Status::Running),
                 Some("order"),
+                5,
             ),
-            ("any status, limit 5", None, None),
+            ("any status, limit 5", None, None, 5),
+            ("DONE, limit 200", Some(Status::Done), None, 200),
         ] {
             let mut cost = Vec::new();
             for scan in [false, true] {
                 let q = ListQuery {
                     status: status.map(|s| vec![s]),
                     definition_id: machine.map(str::to_string),
-                    limit: 5,
+                    limit,
                     scan,
                     ..ListQuery::default()
                 };
                 reads.take();
                 let page = store.list_executions(&q).await.expect("list");
-                assert_eq!(
-                    page.items.len(),
-                    5,
-                    "3 running roots and 2 running children, the newest"
-                );
+                assert_eq!(page.items.len(), limit, "a full page ({label})");
                 cost.push(reads.take());
             }
             println!(
