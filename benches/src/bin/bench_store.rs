@@ -12,6 +12,7 @@ use harel_dynamodb::DynamoDbStore;
 use harel_model::{Event, Execution, Object, Status};
 use harel_store::prelude::*;
 use harel_store::{Commit, Spawn, TimerOp};
+use harel_testwire::units::item_size;
 use harel_testwire::Recorder;
 use serde_json::{json, Value};
 
@@ -38,41 +39,8 @@ fn recs(recorder: &Recorder) -> Vec<Rec> {
         .collect()
 }
 
-// ---- pricing: DynamoDB's capacity rules over the typed items on the wire ----
-
-fn value_size(v: &Value) -> usize {
-    let Some((ty, inner)) = v.as_object().and_then(|m| m.iter().next()) else {
-        return 0;
-    };
-    match (ty.as_str(), inner) {
-        ("S", Value::String(s)) => s.len(),
-        ("N", Value::String(n)) => {
-            let digits: String = n
-                .split(['e', 'E'])
-                .next()
-                .unwrap_or("")
-                .chars()
-                .filter(char::is_ascii_digit)
-                .collect();
-            digits.trim_matches('0').len().div_ceil(2) + 1
-        }
-        ("B", Value::String(b)) => b.len() * 3 / 4,
-        ("M", Value::Object(m)) => {
-            3 + m
-                .iter()
-                .map(|(k, v)| 1 + k.len() + value_size(v))
-                .sum::<usize>()
-        }
-        ("L", Value::Array(l)) => 3 + l.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
-        _ => 1,
-    }
-}
-
-fn item_size(item: &Value) -> usize {
-    item.as_object()
-        .map(|m| m.iter().map(|(k, v)| k.len() + value_size(v)).sum())
-        .unwrap_or(0)
-}
+// ---- pricing: DynamoDB's capacity rules over the typed items on the wire (item sizes by
+// harel_testwire::units, the one sizing every test and benchmark uses) ----
 
 fn units(size: usize, per: usize) -> f64 {
     size.div_ceil(per).max(1) as f64
