@@ -9,6 +9,10 @@
 //! before it; its CAS then matches and, with harel's unconditional mark, the event would be
 //! applied twice. A mark that exists cancels the commit, and the reasons say so.
 //!
+//! In the lean commit mode (`harel_stack::CommitMode::Lean`) the mark is a slot of the
+//! Execution item's window (`crate::marks`) instead, and a step that writes nothing else is
+//! one `UpdateItem`.
+//!
 //! One concept a module: `layout` lays the commit out as transaction items, `limits` checks
 //! them against DynamoDB's size limits, `retention` gives the TTLs they carry, `definition`
 //! adds a machine version to the same transaction, `token` makes a re-sent request
@@ -22,8 +26,8 @@ mod send;
 mod token;
 
 pub use definition::keep_definition;
-pub use layout::{plan, Inputs, Plan, TRACE_IDX_ATTR};
+pub use layout::{plan, Inputs, LeanWrite, Plan, COMMIT_ID_ATTR, TRACE_IDX_ATTR};
 pub use limits::{MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS};
 pub use retention::{Retention, MARK_MIN_RETENTION_SECS};
-pub use send::{request, send_outcome, Outcome};
+pub use send::{request, send_alone, send_outcome, Outcome};
 pub use token::request_token;

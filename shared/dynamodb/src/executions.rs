@@ -71,6 +71,9 @@ impl DynamoDbStore {
         event_id: &str,
         consistent: bool,
     ) -> StoreResult<bool> {
+        if self.commit_mode == CommitMode::Lean {
+            return self.window_holds(execution_id, event_id, consistent).await;
+        }
         let resp = self
             .client
             .get_item()
@@ -82,6 +85,71 @@ impl DynamoDbStore {
             .await
             .map_err(|e| errors::classify("GetItem", &self.tables.processed(), e))?;
         Ok(resp.item().is_some())
+    }
+
+    /// Whether the execution item's window holds `event_id`'s mark (the lean mode's marks):
+    /// one GetItem projected to the slots.
+    async fn window_holds(
+        &self,
+        execution_id: &str,
+        event_id: &str,
+        consistent: bool,
+    ) -> StoreResult<bool> {
+        let mut get = self
+            .client
+            .get_item()
+            .table_name(self.tables.executions())
+            .key("id", s(execution_id))
+            .consistent_read(consistent)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        let mut projection = Vec::new();
+        for (i, name) in marks::slot_attrs().enumerate() {
+            get = get.expression_attribute_names(format!("#m{i}"), name);
+            projection.push(format!("#m{i}"));
+        }
+        let resp = get
+            .projection_expression(projection.join(", "))
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
+        Ok(resp
+            .item()
+            .is_some_and(|item| marks::window_holds(item, event_id)))
+    }
+
+    /// The lean mode's `load_for_event`: the execution item with its window, one GetItem (a
+    /// snapshot of one item, which the commit's version condition then holds to).
+    async fn load_with_window(
+        &self,
+        execution_id: &str,
+        event_id: &str,
+    ) -> StoreResult<(Option<Execution>, bool)> {
+        let mut get = self
+            .client
+            .get_item()
+            .table_name(self.tables.executions())
+            .key("id", s(execution_id))
+            .expression_attribute_names("#d", "data")
+            .expression_attribute_names("#t", TRACE_IDX_ATTR)
+            .consistent_read(self.consistent_reads)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        let mut projection = vec!["#d".to_string(), "#t".to_string()];
+        for (i, name) in marks::slot_attrs().enumerate() {
+            get = get.expression_attribute_names(format!("#m{i}"), name);
+            projection.push(format!("#m{i}"));
+        }
+        let resp = get
+            .projection_expression(projection.join(", "))
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
+        let Some(item) = resp.item() else {
+            return Ok((None, false));
+        };
+        Ok((
+            Some(self.execution_of(item)?),
+            marks::window_holds(item, event_id),
+        ))
     }
 
     /// One BatchGetItem, its unprocessed keys asked again (unlike harel, which reads them as
@@ -188,15 +256,21 @@ impl DynamoDbStore {
                 retention: self.retention_now(),
                 due_shards: self.due_shards,
                 published: &published,
+                mode: self.commit_mode,
             })?;
             if let Some(doc) = keep {
                 commit::keep_definition(&mut plan, &self.tables, doc)?;
             }
-            let result = commit::request(&self.client, &plan)
-                .send()
-                .await
-                .map(|_| ());
-            match commit::send_outcome(&plan, result) {
+            let outcome = if plan.lean.is_some() && plan.items.len() == 1 {
+                commit::send_alone(&self.client, &plan).await
+            } else {
+                let result = commit::request(&self.client, &plan)
+                    .send()
+                    .await
+                    .map(|_| ());
+                commit::send_outcome(&plan, result)
+            };
+            match outcome {
                 Outcome::Committed => {
                     exe.version += 1;
                     exe.stored_status = harel_model::StoredStatus(Some(exe.status));
@@ -277,6 +351,9 @@ impl Executions for DynamoDbStore {
         execution_id: &str,
         event_id: &str,
     ) -> StoreResult<(Option<Execution>, bool)> {
+        if self.commit_mode == CommitMode::Lean {
+            return self.load_with_window(execution_id, event_id).await;
+        }
         // one BatchGetItem, both reads strongly consistent: a stale execution costs a needless
         // conflict, and a stale (missing) dedupe mark next to a fresh execution would process
         // the event twice

@@ -10,6 +10,7 @@ mod definitions;
 pub mod errors;
 mod executions;
 mod list;
+pub mod marks;
 mod outbox;
 mod purge;
 mod reindex;
@@ -34,6 +35,7 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use futures_util::future::join_all;
 use harel_model::{Event, Execution, ExecutionPage, Object, SmolStr};
+pub use harel_stack::CommitMode;
 use harel_store::prelude::*;
 use harel_store::{
     BusEvent, Commit, DefinitionDoc, EventsConfig, ListQuery, OutboxEntry, SpawnEntry, StoreError,
@@ -91,6 +93,8 @@ pub struct DynamoDbStore {
     due_shards: u32,
     /// The events for the bus its commits write (None: none).
     events: Option<EventsConfig>,
+    /// Where commits put the dedupe mark (harel's `processed` table, or the item's window).
+    commit_mode: CommitMode,
 }
 
 impl DynamoDbStore {
@@ -108,7 +112,25 @@ impl DynamoDbStore {
             scan_progress: None,
             due_shards: timers::DEFAULT_DUE_SHARDS,
             events: None,
+            commit_mode: CommitMode::Compat,
         })
+    }
+
+    /// Where commits put an event's dedupe mark, and where reads look for it:
+    /// [`CommitMode::Compat`] (the default) writes harel's `processed` item in the step's
+    /// transaction; [`CommitMode::Lean`] keeps the last [`marks::MARK_SLOTS`] marks in the
+    /// execution item, so a step with nothing else to write is one `UpdateItem` (one write
+    /// unit where compat writes four) and its read is one `GetItem`. Lean is for a stack no
+    /// harel Python process writes to (harel's Put drops the window, and it neither reads nor
+    /// writes these marks); every writer of a stack must use the same mode.
+    pub fn with_commit_mode(mut self, mode: CommitMode) -> Self {
+        self.commit_mode = mode;
+        self
+    }
+
+    /// Where this store's commits put the dedupe mark.
+    pub fn commit_mode(&self) -> CommitMode {
+        self.commit_mode
     }
 
     /// Write events for the bus with the commits ([`harel_store::events`]) in the `events`

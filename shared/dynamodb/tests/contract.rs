@@ -31,3 +31,21 @@ mod counter_seqs {
         ignore = "needs a moto server: scripts/test.sh runs it"
     );
 }
+
+/// The lean commit mode (marks in the execution item) passes the same contract.
+mod lean_commits {
+    use super::*;
+    use harel_dynamodb::CommitMode;
+
+    async fn make(trace_max: usize) -> DynamoDbStore {
+        common::store(trace_max)
+            .await
+            .with_events(harel_store::EventsConfig::default())
+            .with_commit_mode(CommitMode::Lean)
+    }
+
+    harel_store::contract_tests!(
+        make,
+        ignore = "needs a moto server: scripts/test.sh runs it"
+    );
+}

@@ -86,6 +86,53 @@ pub const ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 /// in AWS, moto's for `sam local invoke`); takes precedence over `AWS_ENDPOINT_URL`.
 pub const LOCAL_ENDPOINT_URL: &str = "HAREL_ENDPOINT_URL";
 
+/// How a stack's commits record that an event was applied ([`COMMIT_MODE`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CommitMode {
+    /// harel's layout: one dedupe mark item a step in the `processed` table, written in the
+    /// step's transaction; harel Python reads and writes the same marks. Two items a step.
+    #[default]
+    Compat,
+    /// The marks of the last steps kept in the execution item itself: a step without outbox,
+    /// spawn, timer, trace or bus event is one conditional write of one item. harel Python
+    /// neither reads these marks nor keeps them (its writes replace the item), so a stack
+    /// that any harel Python process writes to must stay [`CommitMode::Compat`].
+    Lean,
+}
+
+impl CommitMode {
+    /// The value as [`COMMIT_MODE`] spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommitMode::Compat => "compat",
+            CommitMode::Lean => "lean",
+        }
+    }
+}
+
+impl std::fmt::Display for CommitMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A [`COMMIT_MODE`] that is neither `compat` nor `lean`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("expected compat (harel's processed table, the default) or lean (marks in the execution item; no harel Python writer)")]
+pub struct InvalidCommitMode;
+
+impl std::str::FromStr for CommitMode {
+    type Err = InvalidCommitMode;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "compat" | "" => Ok(CommitMode::Compat),
+            "lean" => Ok(CommitMode::Lean),
+            _ => Err(InvalidCommitMode),
+        }
+    }
+}
+
 /// A retention that is not whole days from 0 to [`MAX_RETENTION_DAYS`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("expected whole days from 0 (keep forever) to {MAX_RETENTION_DAYS}")]
@@ -107,6 +154,19 @@ pub fn retention_days(days: u64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commit_modes_parse_as_the_template_spells_them() {
+        assert_eq!("compat".parse(), Ok(CommitMode::Compat));
+        assert_eq!(" Lean ".parse(), Ok(CommitMode::Lean));
+        assert_eq!("".parse(), Ok(CommitMode::Compat));
+        for bad in ["fast", "leaner", "0"] {
+            assert_eq!(bad.parse::<CommitMode>(), Err(InvalidCommitMode), "{bad:?}");
+        }
+        for mode in [CommitMode::Compat, CommitMode::Lean] {
+            assert_eq!(mode.to_string().parse(), Ok(mode));
+        }
+    }
 
     #[test]
     fn retention_is_whole_days_within_a_century() {

@@ -2,13 +2,21 @@
 //! CAS-conditioned Execution Put first, then the outbox and spawn Puts, the processed mark,
 //! the timers, the trace ring and the bus events; what the outcome needs to read the
 //! cancellation reasons back (the positions of the seq, mark and trace items).
+//!
+//! In the lean commit mode the Execution is an `Update` instead: it sets the item's
+//! attributes and the step's mark in its slot of the item's window (`crate::marks`), and no
+//! `processed` item is written; a step with nothing else to write is then sent alone, as one
+//! `UpdateItem` (`super::send`).
 
 use crate::shards::{machine_status_partition, status_partition};
+use std::collections::HashMap;
+
 use aws_sdk_dynamodb::types::{
-    Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use harel_model::pyjson::json_dumps;
 use harel_model::Execution;
+use harel_stack::CommitMode;
 use harel_store::listing::sort_key;
 use harel_store::{Commit, StoreError, TimerOp};
 use serde_json::Value;
@@ -17,6 +25,7 @@ use super::limits::{self, too_large, MAX_ITEM_BYTES};
 use super::retention::Retention;
 use super::token::request_token;
 use crate::codec::{item_size, n_float, n_int, s, Item};
+use crate::marks;
 use crate::tables::{Tables, LIST_MPK, LIST_PK, LIST_SK, PARENT, RETAIN_UNTIL};
 
 /// The top-level attribute on the Execution item holding the highest trace `idx` written,
@@ -43,7 +52,24 @@ pub struct Plan {
     pub token: String,
     /// The trace idx the Execution item now records (written or carried).
     pub trace_idx: Option<u64>,
+    /// The lean commit mode's Execution write, what tells its outcome (None: compat).
+    pub lean: Option<LeanWrite>,
 }
+
+/// What a lean commit wrote into the Execution item, to read a failed condition by: the item
+/// as stored (`ALL_OLD`) holding this write's [`COMMIT_ID_ATTR`] means the write was this
+/// one, its answer lost; holding this event's mark means the event was applied.
+pub struct LeanWrite {
+    /// The attempt's random id, written beside the document (8 bytes).
+    pub commit_id: [u8; 8],
+    /// The event whose mark the commit writes, if it applies one.
+    pub event_id: Option<String>,
+}
+
+/// The attribute a lean commit stamps with its attempt's random id. An `UpdateItem` carries no
+/// request token, so the SDK's resend of a write whose answer was lost meets its own write;
+/// this id tells that from another writer's (which may have written the very same document).
+pub const COMMIT_ID_ATTR: &str = "commit_id";
 
 impl Plan {
     /// The tables the transaction writes, in order, each once: what a failure names (a
@@ -92,6 +118,8 @@ pub struct Inputs<'a> {
     pub retention: Retention,
     /// The events for the bus this commit writes (`harel_store::events`).
     pub published: &'a [harel_store::BusEvent],
+    /// Where the dedupe mark goes: its own `processed` item, or the Execution item's window.
+    pub mode: CommitMode,
 }
 
 fn put(table: String, item: Item) -> Put {
@@ -132,6 +160,7 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         retention,
         due_shards,
         published,
+        mode,
     } = input;
     let old = exe.version;
     let mut bumped = exe.clone();
@@ -180,7 +209,11 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     if let Some(until) = retention.execution(exe) {
         exe_item.insert(RETAIN_UNTIL.into(), n_int(until));
     }
-    let exe_size = item_size(&exe_item);
+    let mut exe_size = item_size(&exe_item);
+    if mode == CommitMode::Lean {
+        // the window's slots ride in the same item, whichever this commit writes
+        exe_size += marks::window_bytes() + COMMIT_ID_ATTR.len() + 8;
+    }
     if exe_size > MAX_ITEM_BYTES {
         return Err(too_large(format!(
             "execution {:?} would be stored as a {exe_size}-byte item, above DynamoDB's {MAX_ITEM_BYTES}-byte item limit",
@@ -188,24 +221,25 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         )));
     }
 
-    // the Execution Put carries the CAS: insert iff absent, else update iff the stored
-    // version is still the one loaded; ALL_OLD hands back the stored version on a miss
-    let mut cas = Put::builder()
-        .table_name(tables.executions())
-        .set_item(Some(exe_item))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-    cas = if old == 0 {
-        cas.condition_expression("attribute_not_exists(id)")
-    } else {
-        cas.condition_expression("version = :ov")
-            .expression_attribute_values(":ov", n_int(old))
+    let (cas_item, lean) = match mode {
+        CommitMode::Compat => (compat_cas(tables, exe_item, old), None),
+        CommitMode::Lean => {
+            let event_id = commit.processed_event_id.as_deref();
+            let mut commit_id = [0u8; 8];
+            commit_id.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..8]);
+            exe_item.insert(
+                COMMIT_ID_ATTR.into(),
+                aws_sdk_dynamodb::types::AttributeValue::B(commit_id.to_vec().into()),
+            );
+            let item = lean_cas(tables, exe_item, old, event_id);
+            let lean = LeanWrite {
+                commit_id,
+                event_id: event_id.map(str::to_string),
+            };
+            (item, Some(lean))
+        }
     };
-    let mut puts: Vec<(TransactWriteItem, usize)> = vec![(
-        TransactWriteItem::builder()
-            .put(cas.build().expect("table name and item are set"))
-            .build(),
-        exe_size,
-    )];
+    let mut puts: Vec<(TransactWriteItem, usize)> = vec![(cas_item, exe_size)];
 
     let mut outbox_seqs = Vec::with_capacity(commit.emits.len());
     for (i, (target, event)) in commit.emits.iter().enumerate() {
@@ -249,7 +283,8 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     }
     let seq_items = 1..puts.len();
     let mut mark_item = None;
-    if let Some(event_id) = &commit.processed_event_id {
+    // lean: the mark is in the Execution item's window
+    if let (Some(event_id), CommitMode::Compat) = (&commit.processed_event_id, mode) {
         let mut item = Item::new();
         item.insert("execution_id".into(), s(exe.id.as_str()));
         item.insert("event_id".into(), s(event_id.as_str()));
@@ -368,7 +403,106 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
         mark_item,
         token,
         trace_idx,
+        lean,
     })
+}
+
+/// harel's Execution write: a Put of the whole item carrying the CAS, insert iff absent, else
+/// replace iff the stored version is still the one loaded; ALL_OLD hands back the stored
+/// version on a miss.
+fn compat_cas(tables: &Tables, exe_item: Item, old: u64) -> TransactWriteItem {
+    let mut cas = Put::builder()
+        .table_name(tables.executions())
+        .set_item(Some(exe_item))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    cas = if old == 0 {
+        cas.condition_expression("attribute_not_exists(id)")
+    } else {
+        cas.condition_expression("version = :ov")
+            .expression_attribute_values(":ov", n_int(old))
+    };
+    TransactWriteItem::builder()
+        .put(cas.build().expect("table name and item are set"))
+        .build()
+}
+
+/// The optional attributes of an Execution item: a lean Update removes them when the commit
+/// has none (a Put would have dropped them with the old item).
+const OPTIONAL_ATTRS: [&str; 2] = [TRACE_IDX_ATTR, RETAIN_UNTIL];
+
+/// The lean Execution write: an Update setting every attribute of `exe_item` and, when the
+/// commit applies an event, its mark in the slot of the version it writes; the other slots
+/// stay as stored, so no read of them comes first. The condition is harel's CAS and no slot
+/// holding the mark; ALL_OLD hands back the stored item (its version, its window and its
+/// commit id) on a miss.
+fn lean_cas(
+    tables: &Tables,
+    mut exe_item: Item,
+    old: u64,
+    event_id: Option<&str>,
+) -> TransactWriteItem {
+    let key = exe_item.remove("id").expect("the item has its key");
+    if let Some(event_id) = event_id {
+        exe_item.insert(
+            marks::slot_attr(marks::slot_of(old + 1)),
+            marks::mark_value(event_id),
+        );
+    }
+    let mut attrs: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)> =
+        exe_item.into_iter().collect();
+    // one expression for one write: the token and a reader of the request see the same text
+    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut names = HashMap::new();
+    let mut values = HashMap::new();
+    let mut sets = Vec::with_capacity(attrs.len());
+    for (i, (name, value)) in attrs.iter().enumerate() {
+        names.insert(format!("#a{i}"), name.clone());
+        values.insert(format!(":a{i}"), value.clone());
+        sets.push(format!("#a{i} = :a{i}"));
+    }
+    let removes: Vec<String> = OPTIONAL_ATTRS
+        .iter()
+        .filter(|name| !attrs.iter().any(|(n, _)| n == *name))
+        .enumerate()
+        .map(|(i, name)| {
+            names.insert(format!("#r{i}"), (*name).to_string());
+            format!("#r{i}")
+        })
+        .collect();
+    let mut expression = format!("SET {}", sets.join(", "));
+    if !removes.is_empty() {
+        expression.push_str(&format!(" REMOVE {}", removes.join(", ")));
+    }
+    let mut condition = if old == 0 {
+        names.insert("#k".into(), "id".into());
+        "attribute_not_exists(#k)".to_string()
+    } else {
+        names.insert("#ov".into(), "version".into());
+        values.insert(":ov".into(), n_int(old));
+        "#ov = :ov".to_string()
+    };
+    // and no slot holds the event's mark: the commit itself refuses an applied event, as
+    // compat's conditional mark does, whatever the read before it saw
+    if let Some(event_id) = event_id {
+        values.insert(":mk".into(), marks::mark_value(event_id));
+        for (i, slot) in marks::slot_attrs().enumerate() {
+            names.insert(format!("#m{i}"), slot);
+            condition.push_str(&format!(
+                " AND (attribute_not_exists(#m{i}) OR #m{i} <> :mk)"
+            ));
+        }
+    }
+    let update = Update::builder()
+        .table_name(tables.executions())
+        .key("id", key)
+        .update_expression(expression)
+        .condition_expression(condition)
+        .set_expression_attribute_names(Some(names))
+        .set_expression_attribute_values(Some(values))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .build()
+        .expect("table name, key and expression are set");
+    TransactWriteItem::builder().update(update).build()
 }
 
 /// The timer ops with only the last one per path: their sequential effect (a re-entered

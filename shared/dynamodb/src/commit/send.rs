@@ -1,9 +1,11 @@
-//! The laid-out commit sent as one `TransactWriteItems`, and how it ended: which condition
-//! failed, read from the cancellation reasons' positions in the plan, decides the
-//! [`Outcome`]; any other failure is classified retryable or not.
+//! The laid-out commit sent as one `TransactWriteItems` (or, a lean commit of the Execution
+//! alone, one `UpdateItem`), and how it ended: which condition failed, read from the
+//! cancellation reasons' positions in the plan, decides the [`Outcome`]; any other failure is
+//! classified retryable or not.
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{CancellationReason, ReturnConsumedCapacity};
 use harel_store::StoreError;
 
@@ -67,12 +69,7 @@ fn from_reasons(plan: &Plan, reasons: &[CancellationReason]) -> Outcome {
         return Outcome::AlreadyProcessed;
     }
     if code(0) == "ConditionalCheckFailed" {
-        // ALL_OLD returns the stored item when there is one; without it, read the version back
-        let found = reasons[0]
-            .item()
-            .and_then(|item| codec::get_u64(item, "version").ok())
-            .map(Some);
-        return Outcome::Conflict(found);
+        return cas_missed(plan, reasons[0].item());
     }
     if plan
         .seq_items
@@ -112,6 +109,66 @@ fn from_reasons(plan: &Plan, reasons: &[CancellationReason]) -> Outcome {
     } else {
         StoreError::other(text)
     })
+}
+
+/// The Execution's condition failed; `stored` is the item as stored when the answer carried it
+/// (ALL_OLD: absent when there is no item, or from an emulator that does not return it).
+fn cas_missed(plan: &Plan, stored: Option<&codec::Item>) -> Outcome {
+    let Some(stored) = stored else {
+        // read the version back
+        return Outcome::Conflict(None);
+    };
+    let version = codec::get_u64(stored, "version").ok();
+    if let Some(lean) = &plan.lean {
+        // an UpdateItem has no request token: the SDK's resend of a write whose answer was
+        // lost meets the write itself, stamped with this attempt's id
+        let ours = matches!(
+            stored.get(super::layout::COMMIT_ID_ATTR),
+            Some(aws_sdk_dynamodb::types::AttributeValue::B(id)) if id.as_ref() == lean.commit_id
+        );
+        if ours {
+            return Outcome::Committed;
+        }
+        // the window decides as the processed item does in compat: the event was applied,
+        // whatever the version says
+        if let Some(event_id) = &lean.event_id {
+            if crate::marks::window_holds(stored, event_id) {
+                return Outcome::AlreadyProcessed;
+            }
+        }
+    }
+    Outcome::Conflict(version.map(Some))
+}
+
+/// Sends a lean commit that writes the Execution item alone as one `UpdateItem` (one write
+/// unit where a transaction of one item costs two), and reads how it ended.
+pub async fn send_alone(client: &aws_sdk_dynamodb::Client, plan: &Plan) -> Outcome {
+    let update = plan.items[0]
+        .update()
+        .expect("a lean commit's first item is its Execution update");
+    let result = client
+        .update_item()
+        .table_name(update.table_name())
+        .set_key(Some(update.key().clone()))
+        .update_expression(update.update_expression())
+        .set_condition_expression(update.condition_expression().map(str::to_string))
+        .set_expression_attribute_names(update.expression_attribute_names().cloned())
+        .set_expression_attribute_values(update.expression_attribute_values().cloned())
+        .return_values_on_condition_check_failure(
+            aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+        )
+        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+        .send()
+        .await;
+    match result {
+        Ok(_) => Outcome::Committed,
+        Err(err) => match err.as_service_error() {
+            Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                cas_missed(plan, failed.item())
+            }
+            _ => Outcome::Failed(errors::classify("UpdateItem", update.table_name(), err)),
+        },
+    }
 }
 
 /// The request, with consumed capacity asked for (the benchmark reads it).
