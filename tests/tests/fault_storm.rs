@@ -141,6 +141,54 @@ async fn the_storm_loses_nothing_and_applies_nothing_twice() {
     );
 }
 
+/// The same storm with the functions in the lean commit mode (`HAREL_COMMIT_MODE=lean`: the
+/// dedupe marks in the execution items, a state-only step one UpdateItem without a request
+/// token): the same invariants, nothing lost, nothing applied twice. Its duplicates and
+/// concurrent workers bring applied events back to a commit, which the window refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
+async fn the_lean_storm_loses_nothing_and_applies_nothing_twice() {
+    require_moto();
+    let seed = env_number("HAREL_STORM_SEED").unwrap_or_else(rotation_seed);
+    let executions = env_number("HAREL_STORM_EXECUTIONS").unwrap_or(24) as usize;
+    eprintln!("lean storm seed {seed}: HAREL_STORM_SEED={seed} HAREL_STORM_EXECUTIONS={executions} reproduces it");
+    let mut config = StormConfig::stormy(seed, executions);
+    config.commit_mode = harel_dynamodb::CommitMode::Lean;
+    // more batches handled twice at once: more applied events meet a commit again
+    config.concurrent = 0.3;
+    let report = fault::run(config).await.expect("the storm completes");
+    eprintln!("{report}");
+    assert!(report.violations.is_empty(), "{report}");
+    assert!(
+        report.faults.values().sum::<usize>() > 0,
+        "the storm injected nothing: {report}"
+    );
+}
+
+/// The lean mode's marks alone, without the idempotency layer in front of them: every
+/// duplicate delivery and every batch handled twice at once reaches the store, and the
+/// window in the execution item refuses each applied event that comes back to a commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
+async fn the_lean_marks_alone_refuse_what_comes_back() {
+    require_moto();
+    let seed = env_number("HAREL_STORM_SEED").unwrap_or(ROTATION[0]);
+    let mut config = StormConfig::stormy(seed, 12);
+    config.commit_mode = harel_dynamodb::CommitMode::Lean;
+    config.idempotency = false;
+    // it quiets in seconds; without the window it never does (messages stay in flight)
+    config.limit = std::time::Duration::from_secs(300);
+    config.duplicate = 0.5;
+    config.concurrent = 0.5;
+    let report = fault::run(config).await.expect("the storm completes");
+    eprintln!("{report}");
+    assert!(report.violations.is_empty(), "{report}");
+    assert!(
+        report.duplicates_absorbed > 0,
+        "no applied event came back to a commit: {report}"
+    );
+}
+
 /// The torn read DynamoDB's BatchGetItem can return (the Execution after a commit, the dedupe
 /// mark from before it), injected on every load, with the storm's crashes, duplicates and
 /// concurrent workers to bring processed events back: every one of them is refused by the

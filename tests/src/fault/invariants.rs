@@ -131,6 +131,18 @@ async fn marks(
     v: &mut Vec<String>,
 ) -> Result<(), FaultError> {
     let rows = scan(world, &format!("{}_processed", world.prefix)).await?;
+    if world.commit_mode == harel_dynamodb::CommitMode::Lean {
+        // the marks are in the execution items' windows, which keep the last steps only: an
+        // event applied twice (or lost) shows in the executions' versions and documents,
+        // which `executions` compares with the reference's
+        if !rows.is_empty() {
+            v.push(format!(
+                "{} processed items written in the lean commit mode, which writes none",
+                rows.len()
+            ));
+        }
+        return Ok(());
+    }
     let mut on_aws: BTreeSet<(String, String)> = BTreeSet::new();
     for r in &rows {
         let key = (

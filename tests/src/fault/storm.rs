@@ -64,6 +64,10 @@ pub struct StormConfig {
     pub worker_concurrency: usize,
     /// Give up (as a failure) after this long.
     pub limit: Duration,
+    /// Where the functions keep the dedupe marks (`HAREL_COMMIT_MODE`).
+    pub commit_mode: harel_dynamodb::CommitMode,
+    /// Whether the workers run the idempotency layer (as deployed).
+    pub idempotency: bool,
 }
 
 impl StormConfig {
@@ -88,6 +92,8 @@ impl StormConfig {
             lanes: 1,
             worker_concurrency: 8,
             limit: Duration::from_secs(1800),
+            commit_mode: harel_dynamodb::CommitMode::Compat,
+            idempotency: true,
         }
     }
 
@@ -465,7 +471,10 @@ pub async fn run(cfg: StormConfig) -> Result<StormReport, FaultError> {
     let mut rng = fastrand::Rng::with_seed(cfg.seed);
     let scripts = scenario::scripts(cfg.executions, &mut rng);
     let clock = ManualClock::new(EPOCH);
-    let world = World::new(clock.clone(), cfg.worker_concurrency).await?;
+    let mut world = World::new(clock.clone(), cfg.worker_concurrency)
+        .await?
+        .with_commit_mode(cfg.commit_mode);
+    world.idempotency = cfg.idempotency;
     let storm = Arc::new(Storm {
         cfg: cfg.clone(),
         world,

@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
-use harel_dynamodb::DynamoDbStore;
+use harel_dynamodb::{CommitMode, DynamoDbStore};
 use harel_idempotency::{DynamoDbPersistenceLayer, Idempotency, IdempotencyConfig};
 use harel_lambda::{Config, Role, Worker};
 use harel_model::Definition;
@@ -64,6 +64,11 @@ pub struct World {
     pub(crate) worker_concurrency: usize,
     /// The bus the relays put the committed events on (the invariants read it).
     pub bus: Arc<harel_runtime::MemoryBus>,
+    /// Where every function's commits keep the dedupe marks ([`World::with_commit_mode`]).
+    pub commit_mode: CommitMode,
+    /// Whether workers run the idempotency layer (as deployed); without it, every repeated
+    /// message reaches the store, whose dedupe marks alone must hold.
+    pub idempotency: bool,
 }
 
 fn setup<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> FaultError + '_ {
@@ -137,7 +142,16 @@ impl World {
             inner_http,
             worker_concurrency,
             bus: Arc::new(harel_runtime::MemoryBus::new()),
+            commit_mode: CommitMode::Compat,
+            idempotency: true,
         })
+    }
+
+    /// Every function's store in `mode` (`HAREL_COMMIT_MODE`), the checks' store too.
+    pub fn with_commit_mode(mut self, mode: CommitMode) -> Self {
+        self.commit_mode = mode;
+        self.store = self.store.with_commit_mode(mode);
+        self
     }
 
     /// The SDK clients of one invocation, through its fault layer. The SDK's standard retries
@@ -214,21 +228,23 @@ impl World {
         // events on, as the template deploys it: every commit writes its status change
         let store = DynamoDbStore::new(ddb.clone(), &self.prefix)
             .expect("a checked prefix")
-            .with_events(harel_store::EventsConfig::default());
+            .with_events(harel_store::EventsConfig::default())
+            .with_commit_mode(self.commit_mode);
         let transport = SqsTransport::new(sqs, self.queue_url.clone())
             .with_dead_letter_queue(self.dlq_url.clone());
         let config = self.config(Role::Worker);
-        let layer = DynamoDbPersistenceLayer::new(ddb, self.idempotency_table.clone());
-        let settings = IdempotencyConfig::default()
-            .event_key_jmespath("messageId")
-            .expires_after_seconds(config.idempotency_expiry.as_secs());
-        let idempotency =
-            Idempotency::new(layer, settings, "harel_worker").expect("a valid idempotency setup");
+        let idempotency = self.idempotency.then(|| {
+            let layer = DynamoDbPersistenceLayer::new(ddb, self.idempotency_table.clone());
+            let settings = IdempotencyConfig::default()
+                .event_key_jmespath("messageId")
+                .expires_after_seconds(config.idempotency_expiry.as_secs());
+            Idempotency::new(layer, settings, "harel_worker").expect("a valid idempotency setup")
+        });
         Arc::new(Worker::new(
             store,
             transport,
             self.driver(),
-            Some(idempotency),
+            idempotency,
             config,
         ))
     }
@@ -239,7 +255,8 @@ impl World {
         (
             DynamoDbStore::new(ddb, &self.prefix)
                 .expect("a checked prefix")
-                .with_events(harel_store::EventsConfig::default()),
+                .with_events(harel_store::EventsConfig::default())
+                .with_commit_mode(self.commit_mode),
             SqsTransport::new(sqs, self.queue_url.clone()),
         )
     }
