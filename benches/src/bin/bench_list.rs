@@ -56,6 +56,8 @@ async fn seed(store: &DynamoDbStore, from: usize, to: usize) {
                 retention: Retention { secs: 0, now: 0.0 },
                 due_shards: store.due_shards(),
                 published: &[],
+                // the Put, whose item is the row as committed
+                mode: store.commit_mode(),
             })
             .expect("a plan");
             let item = p.items[0]

@@ -3,7 +3,9 @@
 //! `QueueUrl`, as `template.yaml` declares them), else the variables the functions read
 //! (`HAREL_TABLE_PREFIX`, `HAREL_QUEUE_URL`). Region, credentials and `AWS_ENDPOINT_URL` come
 //! from the SDK's standard configuration. The retention the commands' own commits stamp (a
-//! cancel that finishes an execution) follows the functions' the same way.
+//! cancel that finishes an execution) follows the functions' the same way, and so does the
+//! commit mode (the stack's `CommitMode` output, else `HAREL_COMMIT_MODE`): a command that
+//! commits must keep the dedupe marks where the functions keep them.
 
 use anyhow::{anyhow, Context};
 use aws_config::SdkConfig;
@@ -11,8 +13,8 @@ use harel_dynamodb::DynamoDbStore;
 use harel_model::Execution;
 use harel_sqs::SqsTransport;
 use harel_stack::{
-    parse_retention_days, retention_days, DEFAULT_RETENTION_DAYS, DLQ_URL, QUEUE_URL,
-    RETENTION_DAYS, TABLE_PREFIX,
+    parse_retention_days, retention_days, CommitMode, COMMIT_MODE, DEFAULT_RETENTION_DAYS, DLQ_URL,
+    QUEUE_URL, RETENTION_DAYS, TABLE_PREFIX,
 };
 use harel_store::prelude::*;
 use harel_store::StoreError;
@@ -79,6 +81,7 @@ impl StackArgs {
             .retention_days
             .as_ref()
             .map(|v| ("--retention-days", v.clone()));
+        let mut commit_mode = None;
         if let Some(name) = &self.stack {
             let outputs = stack_outputs(&sdk, name).await?;
             let output = |key: &str| {
@@ -94,6 +97,7 @@ impl StackArgs {
             retention = retention.or_else(|| {
                 output("RetentionDays").map(|v| ("the stack's RetentionDays output", v))
             });
+            commit_mode = output("CommitMode").map(|v| ("the stack's CommitMode output", v));
             if prefix.is_none() {
                 return Err(exit::usage(format_args!("stack {name:?} has no TablePrefix output: is it a harel stack (template.yaml)? or pass --table-prefix")));
             }
@@ -109,9 +113,16 @@ impl StackArgs {
             Some((from, v)) => parse_retention_days(&v)
                 .map_err(|e| exit::usage(format_args!("{from} {v:?}: {e}")))?,
         };
+        let commit_mode = match commit_mode.or_else(|| env(COMMIT_MODE).map(|v| (COMMIT_MODE, v))) {
+            None => CommitMode::default(),
+            Some((from, v)) => v
+                .parse()
+                .map_err(|e| exit::usage(format_args!("{from} {v:?}: {e}")))?,
+        };
         let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &prefix)
             .with_context(|| format!("table prefix {prefix:?}"))?
-            .with_retention(retention);
+            .with_retention(retention)
+            .with_commit_mode(commit_mode);
         let store = match bus.filter(|b| !b.trim().is_empty()) {
             Some(_) => store.with_events(events_config()?),
             None => store,

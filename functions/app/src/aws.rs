@@ -341,7 +341,8 @@ pub async fn boot_app(
     let mut store = DynamoDbStore::new(dynamodb.clone(), &config.table_prefix)?
         .with_trace_max(config.trace_max)
         .with_retention(config.retention)
-        .with_due_shards(config.timer_shards)?;
+        .with_due_shards(config.timer_shards)?
+        .with_commit_mode(config.commit_mode);
     // every writer writes the events of its commits; only the relay puts them
     if let Some(events) = &config.events {
         store = store.with_events(events.store.clone());

@@ -11,12 +11,12 @@ use harel_store::DEFAULT_TRACE_MAX;
 
 // The variables' names and the defaults the CLI applies too are the stack's contract.
 use harel_stack::{
-    retention_days, InvalidRetention, ACTIONS_FILE, COMPAT_SWEEP_MINUTES, DEFAULT_RETENTION_DAYS,
-    DEFINITIONS_DIR, DLQ_URL, ENDPOINT_URL, EVENTS_DLQ_URL, EVENT_BUS, EVENT_MACHINES,
-    EVENT_SOURCE, EVENT_STATUSES, HOOKS_FILE, IDEMPOTENCY_EXPIRY, IDEMPOTENCY_TABLE,
-    LOCAL_ENDPOINT_URL, MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS, SCHEDULES_FILE,
-    SUSPEND_RECHECK, SUSPEND_RECHECK_MAX, SWEEPER_FUNCTION, SWEEP_INTERVAL, SWEEP_WINDOW,
-    TABLE_PREFIX, TIMER_SHARDS, TIME_RESERVE, TRACE, TRACE_MAX, WORKER_CONCURRENCY,
+    retention_days, CommitMode, InvalidRetention, ACTIONS_FILE, COMMIT_MODE, COMPAT_SWEEP_MINUTES,
+    DEFAULT_RETENTION_DAYS, DEFINITIONS_DIR, DLQ_URL, ENDPOINT_URL, EVENTS_DLQ_URL, EVENT_BUS,
+    EVENT_MACHINES, EVENT_SOURCE, EVENT_STATUSES, HOOKS_FILE, IDEMPOTENCY_EXPIRY,
+    IDEMPOTENCY_TABLE, LOCAL_ENDPOINT_URL, MAX_RETENTION_DAYS, QUEUE_URL, REGION, RETENTION_DAYS,
+    SCHEDULES_FILE, SUSPEND_RECHECK, SUSPEND_RECHECK_MAX, SWEEPER_FUNCTION, SWEEP_INTERVAL,
+    SWEEP_WINDOW, TABLE_PREFIX, TIMER_SHARDS, TIME_RESERVE, TRACE, TRACE_MAX, WORKER_CONCURRENCY,
 };
 
 /// SQS hides a message for at most 12 hours.
@@ -84,6 +84,9 @@ pub struct Config {
     pub sweep_window: Duration,
     /// The sweeper's compatibility Scan runs every this many minutes (0: never).
     pub compat_sweep_minutes: u64,
+    /// Where commits keep an event's dedupe mark (`HAREL_COMMIT_MODE`, default `compat`): the
+    /// store's `with_commit_mode`.
+    pub commit_mode: CommitMode,
     /// Shards of the timers' index (1 to 100, default 8): the store's `with_due_shards`.
     pub timer_shards: u32,
     /// The worker wakes this function (None: no wakes; timers then fire on the ticks).
@@ -232,6 +235,7 @@ impl Config {
             sweep_interval,
             sweep_window: vars.duration_secs(SWEEP_WINDOW, 60.0)?,
             compat_sweep_minutes: vars.number(COMPAT_SWEEP_MINUTES, 5, .., COMPAT_EXPECTED)?,
+            commit_mode: vars.commit_mode()?,
             timer_shards: vars.number(TIMER_SHARDS, 8, 1..=100, SHARDS_EXPECTED)?,
             sweeper_function: vars.string(SWEEPER_FUNCTION).map(|v| v.trim().to_string()),
             time_reserve: Duration::from_millis(vars.number(TIME_RESERVE, 3000, .., MILLIS)?),
@@ -351,6 +355,16 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
 
     /// harel reads "1"/"true"/"yes"/"on" (any case) as on and anything else as off; a value
     /// that is neither a yes nor a no is refused here rather than read as off.
+    /// [`COMMIT_MODE`], `compat` when unset.
+    fn commit_mode(&self) -> Result<CommitMode, ConfigError> {
+        match self.string(COMMIT_MODE) {
+            None => Ok(CommitMode::default()),
+            Some(value) => value.parse().map_err(|e: harel_stack::InvalidCommitMode| {
+                invalid(COMMIT_MODE, &value, &e.to_string())
+            }),
+        }
+    }
+
     fn bool(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
         let Some(value) = self.string(name) else {
             return Ok(default);
@@ -507,6 +521,23 @@ mod tests {
         assert_eq!(c.compat_sweep_minutes, 5);
         assert_eq!(c.timer_shards, 8);
         assert_eq!(c.sweeper_function, None);
+        assert_eq!(c.commit_mode, CommitMode::Compat);
+    }
+
+    #[test]
+    fn reads_the_commit_mode_and_refuses_an_unknown_one() {
+        let mut e = BASE.to_vec();
+        e.push((COMMIT_MODE, "lean"));
+        let c = Config::from_lookup(Role::Worker, env(&e)).expect("valid");
+        assert_eq!(c.commit_mode, CommitMode::Lean);
+        let mut e = BASE.to_vec();
+        e.push((COMMIT_MODE, "fast"));
+        let err = Config::from_lookup(Role::Relay, env(&e)).expect_err("refused");
+        assert!(
+            err.to_string()
+                .starts_with("HAREL_COMMIT_MODE=\"fast\" is invalid: expected compat"),
+            "{err}"
+        );
     }
 
     #[test]

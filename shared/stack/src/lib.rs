@@ -33,6 +33,10 @@ pub const SWEEP_WINDOW: &str = "HAREL_SWEEP_WINDOW_SECONDS";
 /// The compatibility Scan (timers harel Python armed, outside the time index) runs on the
 /// minutes this divides; 0: never (no Python writer shares the tables).
 pub const COMPAT_SWEEP_MINUTES: &str = "HAREL_COMPAT_SWEEP_MINUTES";
+/// How commits lay out the dedupe mark: `compat` (the default: harel's `processed` table,
+/// shared with harel Python) or `lean` (a window of marks in the execution item, one write a
+/// step; only where no harel Python process writes). Every writer of a stack takes the same.
+pub const COMMIT_MODE: &str = "HAREL_COMMIT_MODE";
 /// Shards of the timers' `by_due` index: the same on every writer and sweeper of the tables.
 pub const TIMER_SHARDS: &str = "HAREL_TIMER_SHARDS";
 /// The sweeper function the worker wakes for a timer due before the next tick (empty: none).
