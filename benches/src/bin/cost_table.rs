@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use harel_app::aws::{boot_app, AppWorker};
 use harel_app::Application;
+use harel_dynamodb::CommitMode;
 use harel_lambda::{RecordOutcome, Role};
 use harel_model::Event;
 use harel_sqs::{create_body, SqsTransport};
@@ -170,20 +171,22 @@ impl Functions {
         moto: &MotoStack,
         sdk: &aws_config::SdkConfig,
         machine: &harel_model::Definition,
+        mode: CommitMode,
     ) -> Functions {
+        let mode = [(harel_stack::COMMIT_MODE, mode.as_str())];
         let app = || {
             Application::compiled()
                 .expect("the compiled-in machines")
                 .with(vec![machine.clone()], |_| {})
         };
-        let worker = boot_app(app(), Role::Worker, moto.config(&[]), sdk)
+        let worker = boot_app(app(), Role::Worker, moto.config(&mode), sdk)
             .await
             .expect("the worker boots");
         assert!(
             worker.idempotency.is_some(),
             "the idempotency layer is on, as deployed"
         );
-        let settings = moto.settings(&[]);
+        let settings = moto.settings(&mode);
         let pairs: Vec<(&str, &str)> = settings
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
@@ -276,7 +279,7 @@ struct Ours {
 }
 
 impl Ours {
-    async fn boot(machine: harel_model::Definition) -> Ours {
+    async fn boot(machine: harel_model::Definition, mode: CommitMode) -> Ours {
         let moto = MotoStack::new("cost").await;
         moto.create_idempotency_table(&aws_sdk_dynamodb::Client::new(&moto.sdk))
             .await;
@@ -288,8 +291,8 @@ impl Ours {
             .http_client(wire.http_client())
             .build();
         Ours {
-            counted: Functions::boot(&moto, &recorded, &machine).await,
-            quiet: Functions::boot(&moto, &moto.sdk, &machine).await,
+            counted: Functions::boot(&moto, &recorded, &machine, mode).await,
+            quiet: Functions::boot(&moto, &moto.sdk, &machine, mode).await,
             client: moto.source(),
             wire,
             moto,
@@ -343,6 +346,30 @@ impl Ours {
         let path = exe.active_path.unwrap_or_default();
         assert!(path.starts_with(state), "{id} is in {path}, not {state}");
         cpu
+    }
+
+    /// The largest execution item on this stack, as DynamoDB sizes it (what an UpdateItem of
+    /// it is billed by).
+    async fn largest_execution_item(&self) -> (String, usize) {
+        let store = self.moto.store();
+        let scan = store
+            .client()
+            .scan()
+            .table_name(store.tables().executions())
+            .send()
+            .await
+            .expect("scan");
+        scan.items()
+            .iter()
+            .map(|item| {
+                let id = match item.get("id") {
+                    Some(aws_sdk_dynamodb::types::AttributeValue::S(id)) => id.clone(),
+                    _ => String::new(),
+                };
+                (id, harel_dynamodb::codec::item_size(item))
+            })
+            .max_by_key(|(_, size)| *size)
+            .unwrap_or_default()
     }
 
     async fn run(&self, workload: &str, kind: &str, state: &str) -> Side {
@@ -454,17 +481,27 @@ async fn main() {
     let machine = concat!(env!("CARGO_MANIFEST_DIR"), "/py/cost.stm");
     let defn =
         harel_lang::load_file(std::path::Path::new(machine), Some("Cost")).expect("cost.stm loads");
-    let ours = Ours::boot(defn).await;
-    let mut our_sides = Vec::new();
-    for (workload, kind, state) in WORKLOADS {
-        our_sides.push(ours.run(workload, kind, state).await);
+    // ours in each commit mode, each on a stack of its own
+    let mut our_sides: Vec<(CommitMode, Vec<Side>)> = Vec::new();
+    let mut lean_item = (String::new(), 0);
+    for mode in [CommitMode::Compat, CommitMode::Lean] {
+        let ours = Ours::boot(defn.clone(), mode).await;
+        let mut sides = Vec::new();
+        for (workload, kind, state) in WORKLOADS {
+            sides.push(ours.run(workload, kind, state).await);
+        }
+        if mode == CommitMode::Lean {
+            lean_item = ours.largest_execution_item().await;
+        }
+        our_sides.push((mode, sides));
     }
     let theirs = python(&endpoint, machine);
 
     println!(
         "What one event costs, per event (averaged over {RUNS} executions per workload), on moto."
     );
-    println!("ours: the worker (idempotency layer on) and the relay, booted as the functions boot (boot_app),");
+    println!("ours: in each commit mode (HAREL_COMMIT_MODE: compat, harel's processed table; lean, the marks in the execution item),");
+    println!("  the worker (idempotency layer on) and the relay, booted as the functions boot (boot_app),");
     println!("  fed as Lambda's SQS event source feeds them (receive up to 10, one invocation per batch,");
     println!("  one DeleteMessageBatch); then one relay invocation, counted (invocation and requests) only");
     println!("  when it found work: an idle tick (its look at the pending rows) runs on its schedule whatever the events.");
@@ -485,29 +522,50 @@ async fn main() {
     println!();
     println!("| workload | side | DynamoDB requests | read units | write units | SQS requests | Lambda invocations | CPU ms | billed ms | $/M DynamoDB | $/M SQS | $/M Lambda | $/M total |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for ((workload, _, _), o) in WORKLOADS.iter().zip(&our_sides) {
+    let cells = |r: &[f64]| r.iter().map(|v| num(*v)).collect::<Vec<_>>().join(" | ");
+    for (w, (workload, _, _)) in WORKLOADS.iter().enumerate() {
         let t = theirs.get(*workload).cloned().unwrap_or_default();
-        let (ro, rt) = (o.row(), t.row());
-        let cells = |r: &[f64]| r.iter().map(|v| num(*v)).collect::<Vec<_>>().join(" | ");
-        println!("| {workload} | ours | {} |", cells(&ro));
+        let rt = t.row();
+        let mut first = true;
+        for (mode, sides) in &our_sides {
+            let name = if first { *workload } else { "" };
+            first = false;
+            println!("| {name} | ours, {mode} | {} |", cells(&sides[w].row()));
+        }
         println!("| | harel | {} |", cells(&rt));
-        let ratios: Vec<String> = ro.iter().zip(&rt).map(|(a, b)| ratio(*a, *b)).collect();
-        println!("| | ours / harel | {} |", ratios.join(" | "));
+        for (mode, sides) in &our_sides {
+            let ratios: Vec<String> = sides[w]
+                .row()
+                .iter()
+                .zip(&rt)
+                .map(|(a, b)| ratio(*a, *b))
+                .collect();
+            println!("| | {mode} / harel | {} |", ratios.join(" | "));
+        }
     }
     println!();
-    for ((workload, _, _), o) in WORKLOADS.iter().zip(&our_sides) {
+    let per = |s: &Side| {
+        s.ops
+            .iter()
+            .map(|(op, n)| format!("{op} {}", num(*n as f64 / s.runs as f64)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (w, (workload, _, _)) in WORKLOADS.iter().enumerate() {
         let t = theirs.get(*workload).cloned().unwrap_or_default();
-        let per = |s: &Side| {
-            s.ops
-                .iter()
-                .map(|(op, n)| format!("{op} {}", num(*n as f64 / s.runs as f64)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let ours: Vec<String> = our_sides
+            .iter()
+            .map(|(mode, sides)| format!("ours, {mode} [{}]", per(&sides[w])))
+            .collect();
         println!(
-            "{workload}, per event: ours [{}]; harel [{}]",
-            per(o),
+            "{workload}, per event: {}; harel [{}]",
+            ours.join("; "),
             per(&t)
         );
     }
+    println!();
+    println!("The wire prices an UpdateItem by the values it sets, not the item it leaves: lean's largest");
+    let (id, size) = lean_item;
+    println!("execution item here ({id}), its window of dedupe marks included, is {size} bytes:");
+    println!("{} write units a write of it.", size.div_ceil(1024));
 }
