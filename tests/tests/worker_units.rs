@@ -46,15 +46,23 @@ async fn ticks(mode: &str) -> (Vec<Tally>, MotoStack) {
     let app = Application::compiled()
         .expect("the compiled-in machines")
         .with(vec![defn], |_| {});
-    let worker = boot_app(app, Role::Worker, moto.config(&[(COMMIT_MODE, mode)]), &recorded)
-        .await
-        .expect("the worker boots")
-        .into_worker();
+    let worker = boot_app(
+        app,
+        Role::Worker,
+        moto.config(&[(COMMIT_MODE, mode)]),
+        &recorded,
+    )
+    .await
+    .expect("the worker boots")
+    .into_worker();
     let source = moto.source();
-    let drain = || async {
-        while !pump_once(&source, &worker).await.is_empty() {}
-    };
-    send(&source, "u", create_body("Units", Default::default(), Some("u"))).await;
+    let drain = || async { while !pump_once(&source, &worker).await.is_empty() {} };
+    send(
+        &source,
+        "u",
+        create_body("Units", Default::default(), Some("u")),
+    )
+    .await;
     drain().await;
     let mut tallies = Vec::new();
     for _ in 0..EVENTS {
@@ -119,7 +127,12 @@ async fn a_compat_state_only_event_writes_the_processed_item_in_a_transaction() 
     for (i, tally) in tallies.iter().enumerate() {
         assert_eq!(
             tally.operations(),
-            ["PutItem", "BatchGetItem", "TransactWriteItems", "UpdateItem"],
+            [
+                "PutItem",
+                "BatchGetItem",
+                "TransactWriteItems",
+                "UpdateItem"
+            ],
             "event {i}"
         );
         // the Execution and its processed mark, doubled in a transaction, and the layer's 2;
