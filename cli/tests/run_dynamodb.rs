@@ -156,3 +156,70 @@ fn run_creates_then_continues_an_execution_harel_python_can_read() {
         text(&o.stderr)
     );
 }
+
+/// `HAREL_COMMIT_MODE=lean`, as the functions of a lean stack read it: the run's commits keep
+/// their dedupe marks in the execution item and write no `processed` item; a value that is
+/// no mode is refused before anything is opened.
+#[test]
+#[ignore = "needs a moto server: scripts/test.sh runs it"]
+fn run_follows_the_stacks_commit_mode() {
+    let prefix = format!("lean{}", std::process::id());
+    let run = |mode: &str, event: &str| {
+        endpoint();
+        Command::new(env!("CARGO_BIN_EXE_harel"))
+            .current_dir(workspace())
+            .env("HAREL_COMMIT_MODE", mode)
+            .args([
+                "run",
+                "examples/order.stm",
+                "--store",
+                "dynamodb",
+                "--table-prefix",
+                &prefix,
+                "--execution-id",
+                "ord-lean",
+                "-e",
+                event,
+            ])
+            .output()
+            .expect("harel starts")
+    };
+    let o = run("fast", "PlaceOrder");
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("HAREL_COMMIT_MODE=\"fast\": expected compat"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run("lean", "PlaceOrder");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = run("lean", "PaymentAuthorized");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    rt.block_on(async {
+        let client = aws_sdk_dynamodb::Client::new(&harel_testkit::sdk_config().await);
+        let processed = client
+            .scan()
+            .table_name(format!("{prefix}_processed"))
+            .send()
+            .await
+            .expect("scan");
+        assert_eq!(processed.items().len(), 0, "no processed item in lean mode");
+        let item = client
+            .get_item()
+            .table_name(format!("{prefix}_executions"))
+            .key(
+                "id",
+                aws_sdk_dynamodb::types::AttributeValue::S("ord-lean".into()),
+            )
+            .send()
+            .await
+            .expect("get")
+            .item()
+            .cloned()
+            .expect("stored");
+        let marks = item.keys().filter(|k| k.starts_with("mark")).count();
+        assert!(marks >= 2, "the two events' marks in the item: {item:?}");
+    });
+}

@@ -367,6 +367,14 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             .await
         }
         StoreKind::Dynamodb => {
+            // the stack's commit mode, as the functions read it: a run on a lean stack's
+            // tables keeps its marks where the functions look for them
+            let mode = match std::env::var(harel_stack::COMMIT_MODE) {
+                Ok(v) if !v.trim().is_empty() => v.parse().map_err(|e| {
+                    super::exit::usage(format_args!("{}={v:?}: {e}", harel_stack::COMMIT_MODE))
+                })?,
+                _ => harel_stack::CommitMode::default(),
+            };
             // endpoint and region from the SDK's standard configuration; tables created if missing
             let store = DynamoDbStore::create(
                 None,
@@ -378,6 +386,7 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| {
                 format!("opening the DynamoDB tables {}_*", args.store.table_prefix)
             })?;
+            let store = store.with_commit_mode(mode);
             drive(
                 store,
                 machines,
