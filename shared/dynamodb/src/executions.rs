@@ -87,6 +87,38 @@ impl DynamoDbStore {
         Ok(resp.item().is_some())
     }
 
+    /// One GetItem of an execution item projected to `attrs` (each name through a placeholder)
+    /// and its window's slots: the lean mode's reads.
+    async fn get_with_window(
+        &self,
+        execution_id: &str,
+        attrs: &[&str],
+        consistent: bool,
+    ) -> StoreResult<Option<Item>> {
+        let mut get = self
+            .client
+            .get_item()
+            .table_name(self.tables.executions())
+            .key("id", s(execution_id))
+            .consistent_read(consistent)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        let names = attrs
+            .iter()
+            .map(|a| a.to_string())
+            .chain(marks::slot_attrs());
+        let mut projection = Vec::new();
+        for (i, name) in names.enumerate() {
+            get = get.expression_attribute_names(format!("#p{i}"), name);
+            projection.push(format!("#p{i}"));
+        }
+        let resp = get
+            .projection_expression(projection.join(", "))
+            .send()
+            .await
+            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
+        Ok(resp.item().cloned())
+    }
+
     /// Whether the execution item's window holds `event_id`'s mark (the lean mode's marks):
     /// one GetItem projected to the slots.
     async fn window_holds(
@@ -95,26 +127,8 @@ impl DynamoDbStore {
         event_id: &str,
         consistent: bool,
     ) -> StoreResult<bool> {
-        let mut get = self
-            .client
-            .get_item()
-            .table_name(self.tables.executions())
-            .key("id", s(execution_id))
-            .consistent_read(consistent)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total);
-        let mut projection = Vec::new();
-        for (i, name) in marks::slot_attrs().enumerate() {
-            get = get.expression_attribute_names(format!("#m{i}"), name);
-            projection.push(format!("#m{i}"));
-        }
-        let resp = get
-            .projection_expression(projection.join(", "))
-            .send()
-            .await
-            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
-        Ok(resp
-            .item()
-            .is_some_and(|item| marks::window_holds(item, event_id)))
+        let item = self.get_with_window(execution_id, &[], consistent).await?;
+        Ok(item.is_some_and(|item| marks::window_holds(&item, event_id)))
     }
 
     /// The lean mode's `load_for_event`: the execution item with its window, one GetItem (a
@@ -124,31 +138,16 @@ impl DynamoDbStore {
         execution_id: &str,
         event_id: &str,
     ) -> StoreResult<(Option<Execution>, bool)> {
-        let mut get = self
-            .client
-            .get_item()
-            .table_name(self.tables.executions())
-            .key("id", s(execution_id))
-            .expression_attribute_names("#d", "data")
-            .expression_attribute_names("#t", TRACE_IDX_ATTR)
-            .consistent_read(self.consistent_reads)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total);
-        let mut projection = vec!["#d".to_string(), "#t".to_string()];
-        for (i, name) in marks::slot_attrs().enumerate() {
-            get = get.expression_attribute_names(format!("#m{i}"), name);
-            projection.push(format!("#m{i}"));
-        }
-        let resp = get
-            .projection_expression(projection.join(", "))
-            .send()
-            .await
-            .map_err(|e| errors::classify("GetItem", &self.tables.executions(), e))?;
-        let Some(item) = resp.item() else {
+        let attrs = ["data", TRACE_IDX_ATTR];
+        let item = self
+            .get_with_window(execution_id, &attrs, self.consistent_reads)
+            .await?;
+        let Some(item) = item else {
             return Ok((None, false));
         };
         Ok((
-            Some(self.execution_of(item)?),
-            marks::window_holds(item, event_id),
+            Some(self.execution_of(&item)?),
+            marks::window_holds(&item, event_id),
         ))
     }
 
