@@ -20,9 +20,15 @@ fn endpoint() -> String {
 }
 
 fn harel(args: &[&str]) -> Output {
+    harel_with(args, &[])
+}
+
+/// `harel` with these variables set.
+fn harel_with(args: &[&str], vars: &[(&str, &str)]) -> Output {
     endpoint();
     Command::new(env!("CARGO_BIN_EXE_harel"))
         .current_dir(workspace())
+        .envs(vars.iter().copied())
         .args(args)
         .output()
         .expect("harel starts")
@@ -165,11 +171,8 @@ fn run_creates_then_continues_an_execution_harel_python_can_read() {
 fn run_follows_the_stacks_commit_mode() {
     let prefix = format!("lean{}", std::process::id());
     let run = |mode: &str, event: &str| {
-        endpoint();
-        Command::new(env!("CARGO_BIN_EXE_harel"))
-            .current_dir(workspace())
-            .env("HAREL_COMMIT_MODE", mode)
-            .args([
+        harel_with(
+            &[
                 "run",
                 "examples/order.stm",
                 "--store",
@@ -180,9 +183,9 @@ fn run_follows_the_stacks_commit_mode() {
                 "ord-lean",
                 "-e",
                 event,
-            ])
-            .output()
-            .expect("harel starts")
+            ],
+            &[("HAREL_COMMIT_MODE", mode)],
+        )
     };
     let o = run("fast", "PlaceOrder");
     assert!(!o.status.success());

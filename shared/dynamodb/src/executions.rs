@@ -386,9 +386,10 @@ impl Executions for DynamoDbStore {
     }
 
     /// Eventually consistent whatever `consistent_reads` says (half the read units, as
-    /// harel reads it): a mark, once written, stays as long as its execution, so "there" is
-    /// exact, and a stale "not there" only lets the step run to its commit, whose mark
-    /// condition refuses it (`StoreError::AlreadyProcessed`).
+    /// harel reads it): a mark, once written, stays as long as its execution (in the lean
+    /// mode, for the window's 16 steps), so "there" is exact, and a stale "not there" only
+    /// lets the step run to its commit, whose mark condition refuses it
+    /// (`StoreError::AlreadyProcessed`).
     async fn is_processed(&self, execution_id: &str, event_id: &str) -> StoreResult<bool> {
         self.has_mark(execution_id, event_id, false).await
     }
