@@ -1,7 +1,7 @@
 """harel Python's side of scripts/cost-table.sh: harel 0.9.0's own worker (`harel.worker`'s
 `AsyncWorker` over `AsyncDynamoDBStore` and the `AsyncSqsTransport` on an SQS FIFO queue, as
 `python -m harel.worker` builds them) on tables and a queue of its own prefix, driven through
-the same workloads as the Rust side with the same machine (cost.stm). Every DynamoDB and SQS
+the same workloads as the Rust side (a busy queue: ten executions sent the event at once) with the same machine (cost.stm). Every DynamoDB and SQS
 request is recorded with botocore's event hooks (request and answer bodies, so the Rust side
 prices them with the same rules, `harel_testwire::units`); the process CPU time around each
 message's handling is measured on a second pass whose requests the hooks let through unread
@@ -97,21 +97,31 @@ async def main():
     definitions = {defn.id: defn}
     runner = AsyncDistributedRunner(store, transport, definitions)
     worker = AsyncWorker(store, transport, definitions, worker_id="cost")
-    for workload, kind in [("state-only event", "Poke"), ("event arming a timer", "Arm"), ("fan-out of 10 children", "Fan")]:
+    workloads = [
+        ("state-only event", "Poke", 1),
+        ("event arming a timer", "Arm", 1),
+        ("fan-out of 10 children", "Fan", 1),
+        ("state-only event, busy queue (10 a batch)", "Poke", 10),
+    ]
+    expected = {"Poke": "Moved", "Arm": "Armed", "Fan": "Fanned"}
+    for w, (workload, kind, at_once) in enumerate(workloads):
         cpu = []
-        for i in range(runs):
+        for round_ in range(runs // at_once):
             # the requests, recorded; then the CPU time, on a pass the hooks let through
-            for exe_id, step, spent in [(f"{kind.lower()}-{i}", workload, []), (f"{kind.lower()}-q{i}", "quiet", cpu)]:
+            for suffix, step, spent in [("", workload, []), ("q", "quiet", cpu)]:
+                ids = [f"{kind.lower()}{w}-{suffix}{round_ * at_once + j}" for j in range(at_once)]
                 STEP["name"] = "setup"
-                await runner.create(defn.id, execution_id=exe_id)
+                for exe_id in ids:
+                    await runner.create(defn.id, execution_id=exe_id)
                 await drain(worker, [])
-                await runner.send(exe_id, Event(kind=kind))
+                for exe_id in ids:
+                    await runner.send(exe_id, Event(kind=kind))
                 STEP["name"] = step
                 await drain(worker, spent)
                 STEP["name"] = "setup"
-                exe = await store.load(exe_id)
-                expected = {"Poke": "Moved", "Arm": "Armed", "Fan": "Fanned"}[kind]
-                assert exe.active_path.startswith(expected), exe.active_path
+                for exe_id in ids:
+                    exe = await store.load(exe_id)
+                    assert exe.active_path.startswith(expected[kind]), exe.active_path
         calls = [c for c in CALLS if c["step"] == workload]
         print(json.dumps({"workload": workload, "runs": runs, "calls": calls, "cpu": cpu}))
     await store.close()

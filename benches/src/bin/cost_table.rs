@@ -1,7 +1,8 @@
 //! What one event costs, in requests and in dollars, through the functions' own wiring next
-//! to harel Python's worker, in one run on a moto server. Three workloads of one machine
+//! to harel Python's worker, in one run on a moto server. Four workloads of one machine
 //! (`py/cost.stm`): a state-only event, an event that arms a timer, an event that forks 10
-//! regions (10 child executions).
+//! regions (10 child executions), each a batch of its own (a quiet queue); and state-only
+//! events ten at a time, one full batch (a busy queue).
 //!
 //! Ours: the worker as a Lambda invocation runs it (`harel_app::aws::boot_app`, the
 //! idempotency layer on Powertools' table included), fed as the SQS event source feeds it
@@ -34,11 +35,21 @@ use serde_json::Value;
 /// Executions per workload: requests are the same each time, CPU time is averaged.
 const RUNS: usize = 10;
 
-/// The workloads: (name, the event sent from Idle, the state it leads to).
-const WORKLOADS: [(&str, &str, &str); 3] = [
-    ("state-only event", "Poke", "Moved"),
-    ("event arming a timer", "Arm", "Armed"),
-    ("fan-out of 10 children", "Fan", "Fanned"),
+/// The workloads: (name, the event sent from Idle, the state it leads to, how many
+/// executions are sent it at once). One at a time, each event is a batch of its own: what an
+/// event costs on a quiet queue, a receive, a delete and an invocation its own. Ten at once
+/// (ten executions, so ten message groups) fill the event source's batch as a busy queue does:
+/// the receive, the delete and the invocation shared by ten events.
+const WORKLOADS: [(&str, &str, &str, usize); 4] = [
+    ("state-only event", "Poke", "Moved", 1),
+    ("event arming a timer", "Arm", "Armed", 1),
+    ("fan-out of 10 children", "Fan", "Fanned", 1),
+    (
+        "state-only event, busy queue (10 a batch)",
+        "Poke",
+        "Moved",
+        10,
+    ),
 ];
 
 // us-east-1 on-demand list prices, in dollars per million
@@ -299,27 +310,28 @@ impl Ours {
         }
     }
 
-    /// Create `id`, run it to Idle, send it `kind`: what `functions` spent on the event
-    /// (each invocation's CPU time), its requests recorded under `workload` when recorded.
-    async fn event(
+    /// Create the executions `ids`, run them to Idle, send each `kind` at once: what
+    /// `functions` spent on those events (each invocation's CPU time), their requests recorded
+    /// under `workload` when recorded.
+    async fn events(
         &self,
         functions: &Functions,
         workload: &str,
-        id: &str,
+        ids: &[String],
         kind: &str,
         state: &str,
         side: &mut Side,
     ) -> Vec<Duration> {
         self.wire.step("setup");
-        send(
-            &self.client,
-            id,
-            create_body("Cost", Default::default(), Some(id)),
-        )
-        .await;
+        for id in ids {
+            let body = create_body("Cost", Default::default(), Some(id));
+            send(&self.client, id, body).await;
+        }
         functions.drain().await;
         functions.relay().await;
-        send(&self.client, id, Event::new(kind).to_json()).await;
+        for id in ids {
+            send(&self.client, id, Event::new(kind).to_json()).await;
+        }
         self.wire.take();
         self.wire.step(workload);
         let mut cpu = functions.drain().await;
@@ -336,15 +348,17 @@ impl Ours {
         }
         self.wire.step("setup");
         self.wire.take();
-        let exe = self
-            .moto
-            .store()
-            .load(id)
-            .await
-            .expect("load")
-            .expect("stored");
-        let path = exe.active_path.unwrap_or_default();
-        assert!(path.starts_with(state), "{id} is in {path}, not {state}");
+        for id in ids {
+            let exe = self
+                .moto
+                .store()
+                .load(id)
+                .await
+                .expect("load")
+                .expect("stored");
+            let path = exe.active_path.unwrap_or_default();
+            assert!(path.starts_with(state), "{id} is in {path}, not {state}");
+        }
         cpu
     }
 
@@ -372,7 +386,13 @@ impl Ours {
             .unwrap_or_default()
     }
 
-    async fn run(&self, workload: &str, kind: &str, state: &str) -> Side {
+    /// `RUNS` events of `kind`, sent `at_once` executions at a time; `prefix` keeps the
+    /// workloads' execution ids apart.
+    async fn run(
+        &self,
+        (workload, kind, state, at_once): (&str, &str, &str, usize),
+        prefix: &str,
+    ) -> Side {
         let mut side = Side {
             runs: RUNS,
             ..Side::default()
@@ -380,15 +400,18 @@ impl Ours {
         let mut counted = Vec::new();
         let mut quiet = Vec::new();
         let mut unused = Side::default();
-        for i in 0..RUNS {
-            let id = format!("{}-{i}", kind.to_lowercase());
+        for round in 0..RUNS / at_once {
+            let ids = |pass: &str| -> Vec<String> {
+                (0..at_once)
+                    .map(|j| format!("{prefix}-{pass}{}", round * at_once + j))
+                    .collect()
+            };
             counted.extend(
-                self.event(&self.counted, workload, &id, kind, state, &mut side)
+                self.events(&self.counted, workload, &ids(""), kind, state, &mut side)
                     .await,
             );
-            let id = format!("{}-q{i}", kind.to_lowercase());
             quiet.extend(
-                self.event(&self.quiet, workload, &id, kind, state, &mut unused)
+                self.events(&self.quiet, workload, &ids("q"), kind, state, &mut unused)
                     .await,
             );
         }
@@ -487,8 +510,9 @@ async fn main() {
     for mode in [CommitMode::Compat, CommitMode::Lean] {
         let ours = Ours::boot(defn.clone(), mode).await;
         let mut sides = Vec::new();
-        for (workload, kind, state) in WORKLOADS {
-            sides.push(ours.run(workload, kind, state).await);
+        for (w, workload) in WORKLOADS.into_iter().enumerate() {
+            let prefix = format!("{}{w}", workload.1.to_lowercase());
+            sides.push(ours.run(workload, &prefix).await);
         }
         if mode == CommitMode::Lean {
             lean_item = ours.largest_execution_item().await;
@@ -523,7 +547,7 @@ async fn main() {
     println!("| workload | side | DynamoDB requests | read units | write units | SQS requests | Lambda invocations | CPU ms | billed ms | $/M DynamoDB | $/M SQS | $/M Lambda | $/M total |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let cells = |r: &[f64]| r.iter().map(|v| num(*v)).collect::<Vec<_>>().join(" | ");
-    for (w, (workload, _, _)) in WORKLOADS.iter().enumerate() {
+    for (w, (workload, ..)) in WORKLOADS.iter().enumerate() {
         let t = theirs.get(*workload).cloned().unwrap_or_default();
         let rt = t.row();
         let mut first = true;
@@ -551,7 +575,7 @@ async fn main() {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    for (w, (workload, _, _)) in WORKLOADS.iter().enumerate() {
+    for (w, (workload, ..)) in WORKLOADS.iter().enumerate() {
         let t = theirs.get(*workload).cloned().unwrap_or_default();
         let ours: Vec<String> = our_sides
             .iter()
