@@ -797,6 +797,7 @@ fn every_sdk_call_in_the_functions_crates_is_accounted_for() {
         "functions/relay/src",
         "functions/sweeper/src",
         "functions/api/src",
+        "functions/bootstrap/src",
         "shared/api/src",
         "shared/control/src",
     ] {
@@ -1687,6 +1688,38 @@ fn the_example_action_function_has_only_logs() {
         workspace.contains("\"functions/charge\""),
         "a workspace member"
     );
+}
+
+/// Worker, Relay, Sweeper and Api deploy one binary (functions/bootstrap), which `sam build`
+/// links once; each names the function it runs in its Handler (Lambda's `_HANDLER`), a name
+/// that binary dispatches on. (`sam_local.rs` runs that binary as the Worker and as the Api.)
+#[test]
+fn the_stacks_functions_share_one_binary_and_name_theirs_in_the_handler() {
+    let t = template();
+    let r = resources(&t);
+    let dispatch = std::fs::read_to_string(root().join("functions/bootstrap/src/main.rs"))
+        .expect("functions/bootstrap");
+    for (function, handler) in [
+        ("Worker", "worker"),
+        ("Relay", "relay"),
+        ("Sweeper", "sweeper"),
+        ("Api", "api"),
+    ] {
+        let f = r.get(function).expect("the function");
+        let binary = f
+            .get("Metadata")
+            .and_then(|m| m.get("BuildProperties"))
+            .and_then(|b| b.get("Binary"))
+            .map(str_of);
+        assert_eq!(binary.as_deref(), Some("bootstrap"), "{function}");
+        let named = f["Properties"].get("Handler").map(str_of);
+        assert_eq!(named.as_deref(), Some(handler), "{function}'s Handler");
+        let kind = format!("(\"{handler}\", Function::{function})");
+        assert!(dispatch.contains(&kind), "the bootstrap runs {handler}");
+    }
+    let manifest = std::fs::read_to_string(root().join("functions/bootstrap/Cargo.toml"))
+        .expect("functions/bootstrap");
+    assert!(manifest.contains("name = \"bootstrap\""), "{manifest}");
 }
 
 /// The consumers' example (docs/src/events.md): the rule matches what the store writes (its

@@ -1,32 +1,7 @@
-//! The api function: API Gateway (HTTP API) requests in, harel-api's router answers (the
-//! same routes `harel serve` serves). Cold start wires the stack's store, queue and machines
-//! as the worker's does, so the API checks against what the worker runs; and, when the stack
-//! has them, the hooks file (`HAREL_HOOKS_FILE`) and the callback secret
-//! (`HAREL_CALLBACK_SECRET`), each secret read once, here.
-
-mod metrics;
-
-use std::sync::Arc;
-
-use harel_lambda::failure::failed;
-use harel_lambda::Role;
-use lambda_http::Error;
+//! The api function's own binary (`cargo lambda watch`, the tests); `sam build` deploys the
+//! one binary of every function, `harel-bootstrap`, which runs the same [`harel_api_function::run`].
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
-    harel_app::init_tracing();
-    let booted = harel_app::boot(Role::Api)
-        .await
-        .map_err(|e| failed("cold start failed", e))?;
-    let ingress = harel_api::Ingress {
-        hooks: booted.hooks,
-        callback_key: booted.callback_key,
-        metrics: Arc::new(
-            metrics::EmfHookMetrics::from_env().map_err(|e| failed("cold start failed", e))?,
-        ),
-    };
-    let backend = harel_api::Backend::new(booted.store, booted.transport, booted.driver)
-        .with_ingress(ingress);
-    tracing::info!("api ready");
-    lambda_http::run(harel_api::router(Arc::new(backend))).await
+async fn main() -> Result<(), lambda_http::Error> {
+    harel_api_function::run().await
 }

@@ -5,11 +5,12 @@
 //!
 //! The Lambda base image cannot be pulled here: scripts/sam-local-image.sh builds a local one
 //! (busybox, the host's C libraries for the binary, the CA bundle) that `--invoke-image`
-//! names, with `--skip-pull-image`. The binary is the debug build of harel-worker (a release
-//! `sam build` takes about half an hour on this machine), mounted as the function's code.
+//! names, with `--skip-pull-image`. The binary is the debug build of the one binary `sam build`
+//! deploys to every function (harel-bootstrap, which runs what the function's Handler names:
+//! `worker` here; a release build takes minutes), mounted as the function's code.
 //! Without a Docker engine (or busybox-static) the test says so and skips.
 //!
-//! And `sam local start-api` the same way, with the api function's debug binary: a create
+//! And `sam local start-api` the same way, that binary run by its Handler as the Api: a create
 //! sent to SAM's local HTTP API reaches moto's queue, the worker (in this process) runs it,
 //! and the execution is read back through the same local API.
 
@@ -75,9 +76,10 @@ fn moto_on_all_interfaces() -> (Killed, u16) {
     (killed, port)
 }
 
-/// The worker's binary, built for this host (the debug profile, in this build's target dir).
-fn worker_binary() -> PathBuf {
-    binary("harel-worker", "worker")
+/// The one binary of every function (the template's Handler picks which it runs), built for
+/// this host (the debug profile, in this build's target dir).
+fn bootstrap_binary() -> PathBuf {
+    binary("harel-bootstrap", "bootstrap")
 }
 
 /// A function's binary, built for this host (the debug profile, in this build's target dir).
@@ -152,7 +154,7 @@ async fn sam_local_invoke_runs_the_worker_against_moto() {
     let Some((_, sam_bin)) = tools::lambda_tools() else {
         return;
     };
-    let bootstrap = worker_binary();
+    let bootstrap = bootstrap_binary();
     let image = Command::new("bash")
         .arg(root().join("scripts/sam-local-image.sh"))
         .arg(&bootstrap)
@@ -327,7 +329,7 @@ async fn sam_local_start_api_serves_the_api_function_against_moto() {
     let Some((_, sam_bin)) = tools::lambda_tools() else {
         return;
     };
-    let bootstrap = binary("harel-api-function", "api");
+    let bootstrap = bootstrap_binary();
     let arch = if cfg!(target_arch = "aarch64") {
         "arm64"
     } else {

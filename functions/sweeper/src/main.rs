@@ -1,67 +1,7 @@
-//! The sweeper function: scheduled once a minute (fires the timers due in the minute ahead,
-//! returning at once when none is) and woken by the worker (`{"harel:wake": {"until": T}}`:
-//! a timer armed between two ticks); one EMF metrics document per invocation on stdout (with
-//! each timer's lag). A scheduled tick first starts the schedules due (`HAREL_SCHEDULES_FILE`,
-//! `harel_app::sweeper`).
-
-use std::sync::Arc;
-
-use harel_lambda::failure::failed;
-use harel_lambda::logging::Invocation;
-use harel_lambda::metrics::{now_ms, sweeper_metrics, MetricsSettings};
-use harel_lambda::Role;
-use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::Value;
-use tracing::Instrument;
+//! The sweeper function's own binary (`cargo lambda watch`, the tests); `sam build` deploys the
+//! one binary of every function, `harel-bootstrap`, which runs the same [`harel_sweeper::run`].
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
-    harel_app::init_tracing();
-    let booted = Arc::new(
-        harel_app::boot(Role::Sweeper)
-            .await
-            .map_err(|e| failed("cold start failed", e))?,
-    );
-    // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
-    let metrics = std::sync::Arc::new(
-        MetricsSettings::from_env().map_err(|e| failed("cold start failed", e))?,
-    );
-    tracing::info!("sweeper ready");
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
-        let b = booted.clone();
-        let metrics = metrics.clone();
-        let invocation = Invocation::new(
-            "sweeper",
-            &event.context.request_id,
-            event.context.xray_trace_id.as_deref(),
-        );
-        let cold_start = invocation.cold_start;
-        let span = invocation.span();
-        async move {
-            let deadline = b.work_deadline(event.context.deadline);
-            let run = harel_app::sweeper::invoke(&b, &event.payload, deadline)
-                .await
-                .map_err(|e| failed("sweep failed", e))?;
-            let report = &run.sweep;
-            let ticked = run.schedules.as_ref();
-            tracing::info!(
-                woken = run.woken,
-                fired = report.fired,
-                polls = report.polls,
-                looks = report.looks,
-                compat_scans = report.compat_scans,
-                out_of_time = report.out_of_time,
-                scheduled_starts = ticked.map(|t| t.started.len()),
-                schedules_due = ticked.map(|t| t.due),
-                "sweep done"
-            );
-            sweeper_metrics(report, now_ms())
-                .with_settings(&metrics)
-                .with_cold_start(cold_start)
-                .emit();
-            Ok::<Value, Error>(run.answer())
-        }
-        .instrument(span)
-    }))
-    .await
+async fn main() -> Result<(), lambda_runtime::Error> {
+    harel_sweeper::run().await
 }

@@ -1,0 +1,60 @@
+//! The worker function: SQS FIFO batches in, a partial batch response out; one EMF metrics
+//! document per invocation (and machine) on stdout.
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use harel_lambda::failure::failed;
+use harel_lambda::logging::Invocation;
+use harel_lambda::metrics::{now_ms, worker_metrics, MetricsSettings};
+use harel_lambda::{Record, Role};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use tracing::Instrument;
+
+/// Boots the worker (configuration, machines, clients: a refusal here fails the cold start)
+/// and serves Lambda's Runtime API until the process ends. Its own binary calls it, and so
+/// does the one binary of every function (`harel-bootstrap`), when Lambda names it.
+pub async fn run() -> Result<(), Error> {
+    harel_app::init_tracing();
+    let booted = harel_app::boot(Role::Worker)
+        .await
+        .map_err(|e| failed("cold start failed", e))?;
+    let remote = booted.remote.clone();
+    let worker = booted.into_worker();
+    // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
+    let metrics = std::sync::Arc::new(
+        MetricsSettings::from_env().map_err(|e| failed("cold start failed", e))?,
+    );
+    tracing::info!("worker ready");
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let worker = worker.clone();
+        let remote = remote.clone();
+        let metrics = metrics.clone();
+        let invocation = Invocation::new(
+            "worker",
+            &event.context.request_id,
+            event.context.xray_trace_id.as_deref(),
+        );
+        let cold_start = invocation.cold_start;
+        let span = invocation.span();
+        async move {
+            let messages = &event.payload.records;
+            let records: Vec<Record> = messages
+                .iter()
+                .map(harel_lambda::worker::sqs_record)
+                .collect();
+            let deadline = i64::try_from(event.context.deadline).ok();
+            let outcome = worker.handle_batch(records, deadline).await;
+            let failed = outcome.failed_ids().len();
+            tracing::info!(records = outcome.records.len(), failed, "batch done");
+            let mut metrics = worker_metrics(&outcome, messages, now_ms())
+                .with_settings(&metrics)
+                .with_cold_start(cold_start);
+            if let Some(remote) = &remote {
+                harel_app::aws::record_remote(&mut metrics, remote.take_stats());
+            }
+            metrics.emit();
+            Ok::<SqsBatchResponse, Error>(outcome.to_response())
+        }
+        .instrument(span)
+    }))
+    .await
+}
