@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The worker built for arm64 (aarch64-unknown-linux-gnu, cross-linked by cargo lambda with zig),
-# run under qemu-user on this x86_64 machine: its `file` output, then one real invocation. A
-# Lambda Runtime API of its own (a few lines of Python) hands the bootstrap
+# The functions' binary built for arm64 (aarch64-unknown-linux-gnu, cross-linked by cargo
+# lambda with zig: functions/bootstrap, the one binary every function deploys), run as the
+# worker (_HANDLER=worker) under qemu-user on this x86_64 machine: its `file` output, then one
+# real invocation. A Lambda Runtime API of its own (a few lines of Python) hands the bootstrap
 # events/worker-create.json; the worker creates the execution in DynamoDB (moto) and answers
 # with an empty partial-batch response; the script reads the execution back.
 #   scripts/arm64-smoke.sh [--release]
+#   ARM64_BOOTSTRAP=.aws-sam/build/Worker/bootstrap scripts/arm64-smoke.sh   (what sam build made)
 # Installs what it needs: the Rust target (rustup target add), qemu-user-static (apt-get, as
 # root or through `sudo -n`) with the aarch64 C library, cargo lambda and zig (scripts/install-lambda-tools.sh).
 set -euo pipefail
@@ -28,11 +30,15 @@ bins=$(scripts/install-lambda-tools.sh | paste -sd:)
 export PATH="$bins:$PATH"
 # the aarch64 build in a directory of its own (ARM64_TARGET_DIR), beside the host's target
 arm_target="${ARM64_TARGET_DIR:-${CARGO_TARGET_DIR:-$root/target}/arm64}"
-start=$SECONDS
-CARGO_TARGET_DIR="$arm_target" cargo lambda build --arm64 ${profile[@]+"${profile[@]}"} -p harel-worker --bin worker >&2
-echo "cargo lambda build --arm64 took $((SECONDS - start)) s" >&2
-# cargo lambda puts each binary where `sam build` expects it: lambda/NAME/bootstrap
-bootstrap=$(ls "$arm_target/lambda/worker/bootstrap")
+if [ -n "${ARM64_BOOTSTRAP:-}" ]; then
+  bootstrap=$ARM64_BOOTSTRAP
+else
+  start=$SECONDS
+  CARGO_TARGET_DIR="$arm_target" cargo lambda build --arm64 ${profile[@]+"${profile[@]}"} -p harel-bootstrap --bin bootstrap >&2
+  echo "cargo lambda build --arm64 took $((SECONDS - start)) s" >&2
+  # cargo lambda puts each binary where `sam build` expects it: lambda/NAME/bootstrap
+  bootstrap=$(ls "$arm_target/lambda/bootstrap/bootstrap")
+fi
 file -L "$bootstrap"
 prefix=arm$RANDOM
 export HAREL_TABLE_PREFIX=$prefix IDEMPOTENCY_TABLE=${prefix}_idempotency
@@ -77,7 +83,7 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 env = dict(os.environ, AWS_LAMBDA_RUNTIME_API=f"127.0.0.1:{server.server_address[1]}",
            AWS_LAMBDA_FUNCTION_NAME="worker", AWS_LAMBDA_FUNCTION_MEMORY_SIZE="256",
            AWS_LAMBDA_FUNCTION_VERSION="1", AWS_LAMBDA_LOG_STREAM_NAME="arm64",
-           AWS_LAMBDA_LOG_GROUP_NAME="arm64")
+           AWS_LAMBDA_LOG_GROUP_NAME="arm64", _HANDLER="worker")
 start = time.perf_counter()
 proc = subprocess.Popen(["qemu-aarch64-static", bootstrap], env=env,
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -343,6 +343,9 @@ def main(argv):
             "AWS_LAMBDA_LOG_GROUP_NAME": "/aws/lambda/soak-worker",
             "AWS_LAMBDA_LOG_STREAM_NAME": f"soak/{os.getpid()}",
             "HAREL_DEFINITIONS_DIR": args.machines,
+            # as Lambda sets it from the Worker's Handler: the functions' one binary runs the
+            # worker by it (the worker's own binary ignores it)
+            "_HANDLER": "worker",
         }
     )
     worker = Worker(args.worker, env, args.log)
