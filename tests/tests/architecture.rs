@@ -82,6 +82,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "harel-cli",
         ],
     ),
+    ("the functions' one binary", &["harel-bootstrap"]),
     (
         "integration tests and benchmarks",
         &["harel-tests", "harel-benches"],
