@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::limits::{self, too_large, MAX_ITEM_BYTES};
 use super::retention::Retention;
-use super::token::request_token;
+use super::token::token_of_document;
 use crate::codec::{item_size, n_float, n_int, s, Item};
 use crate::marks;
 use crate::tables::{Tables, LIST_MPK, LIST_PK, LIST_SK, PARENT, RETAIN_UNTIL};
@@ -180,7 +180,17 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
 
     let mut exe_item: Item = Item::new();
     exe_item.insert("id".into(), s(exe.id.as_str()));
-    exe_item.insert("data".into(), s(bumped.to_json()));
+    // the document, serialized once: the item's `data` and the request token's digest
+    let document = bumped.to_json();
+    let token = token_of_document(
+        &bumped,
+        &document,
+        commit,
+        outbox_base,
+        spawn_base,
+        trace_idx,
+    );
+    exe_item.insert("data".into(), s(document));
     exe_item.insert("version".into(), n_int(bumped.version));
     exe_item.insert("definition_id".into(), s(exe.definition_id.as_str()));
     if let Some(idx) = trace_idx {
@@ -394,7 +404,6 @@ pub fn plan(input: Inputs<'_>) -> Result<Plan, StoreError> {
     }
 
     limits::check_transaction(exe, &puts)?;
-    let token = request_token(&bumped, commit, outbox_base, spawn_base, trace_idx);
     Ok(Plan {
         items: puts.into_iter().map(|(item, _)| item).collect(),
         outbox_seqs,

@@ -18,6 +18,27 @@ pub fn request_token(
     spawn_base: u64,
     trace_idx: Option<u64>,
 ) -> String {
+    let document = bumped.to_json();
+    token_of_document(
+        bumped,
+        &document,
+        commit,
+        outbox_base,
+        spawn_base,
+        trace_idx,
+    )
+}
+
+/// [`request_token`] for a layout that has serialized `bumped` already (`document`, the
+/// Execution item's `data`): the same token, without serializing the Execution twice a step.
+pub(crate) fn token_of_document(
+    bumped: &Execution,
+    document: &str,
+    commit: &Commit,
+    outbox_base: u64,
+    spawn_base: u64,
+    trace_idx: Option<u64>,
+) -> String {
     let mut digest = Sha256::new();
     for part in [
         bumped.id.as_bytes(),
@@ -34,7 +55,7 @@ pub fn request_token(
         digest.update((part.len() as u64).to_be_bytes());
         digest.update(part);
     }
-    digest.update(bumped.to_json().as_bytes());
+    digest.update(document.as_bytes());
     digest.update(format!("{:?}", commit.timers).as_bytes());
     digest.update(format!("{:?}", commit.published).as_bytes());
     // "harel-" and 120 bits: DynamoDB's 36 characters
