@@ -7,9 +7,11 @@
 pub mod actions;
 pub mod application;
 pub mod aws;
+pub mod cold_start;
 pub mod machines;
 pub mod shop;
 pub mod sweeper;
 
 pub use application::Application;
 pub use aws::{boot, init_tracing, BootError, Services};
+pub use cold_start::{cold_start, Started};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use harel_lambda::failure::failed;
 use harel_lambda::logging::Invocation;
-use harel_lambda::metrics::{now_ms, sweeper_metrics, MetricsSettings};
+use harel_lambda::metrics::{now_ms, sweeper_metrics};
 use harel_lambda::Role;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
@@ -18,17 +18,9 @@ use tracing::Instrument;
 /// and serves Lambda's Runtime API until the process ends. Its own binary calls it, and so
 /// does the one binary of every function (`harel-bootstrap`), when Lambda names it.
 pub async fn run() -> Result<(), Error> {
-    harel_app::init_tracing();
-    let booted = Arc::new(
-        harel_app::boot(Role::Sweeper)
-            .await
-            .map_err(|e| failed("cold start failed", e))?,
-    );
-    // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
-    let metrics = std::sync::Arc::new(
-        MetricsSettings::from_env().map_err(|e| failed("cold start failed", e))?,
-    );
-    tracing::info!("sweeper ready");
+    let started = harel_app::cold_start(Role::Sweeper, "sweeper").await?;
+    let metrics = started.metrics;
+    let booted = Arc::new(started.services);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let b = booted.clone();
         let metrics = metrics.clone();

@@ -2,9 +2,8 @@
 //! document per invocation (and machine) on stdout.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use harel_lambda::failure::failed;
 use harel_lambda::logging::Invocation;
-use harel_lambda::metrics::{now_ms, worker_metrics, MetricsSettings};
+use harel_lambda::metrics::{now_ms, worker_metrics};
 use harel_lambda::{Record, Role};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use tracing::Instrument;
@@ -13,17 +12,10 @@ use tracing::Instrument;
 /// and serves Lambda's Runtime API until the process ends. Its own binary calls it, and so
 /// does the one binary of every function (`harel-bootstrap`), when Lambda names it.
 pub async fn run() -> Result<(), Error> {
-    harel_app::init_tracing();
-    let booted = harel_app::boot(Role::Worker)
-        .await
-        .map_err(|e| failed("cold start failed", e))?;
-    let remote = booted.remote.clone();
-    let worker = booted.into_worker();
-    // POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME, checked before the first event
-    let metrics = std::sync::Arc::new(
-        MetricsSettings::from_env().map_err(|e| failed("cold start failed", e))?,
-    );
-    tracing::info!("worker ready");
+    let started = harel_app::cold_start(Role::Worker, "worker").await?;
+    let metrics = started.metrics;
+    let remote = started.services.remote.clone();
+    let worker = started.services.into_worker();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
         let remote = remote.clone();
