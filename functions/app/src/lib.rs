@@ -14,4 +14,4 @@ pub mod sweeper;
 
 pub use application::Application;
 pub use aws::{boot, init_tracing, BootError, Services};
-pub use cold_start::{cold_start, Started};
+pub use cold_start::{cold_start, serve, Refused, Started};

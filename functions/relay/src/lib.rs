@@ -4,12 +4,10 @@
 use std::sync::Arc;
 
 use harel_lambda::failure::failed;
-use harel_lambda::logging::Invocation;
 use harel_lambda::metrics::{now_ms, relay_metrics};
 use harel_lambda::{relay, Role};
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
-use tracing::Instrument;
 
 /// Boots the relay (configuration, machines, clients: a refusal here fails the cold start)
 /// and serves Lambda's Runtime API until the process ends. Its own binary calls it, and so
@@ -18,16 +16,9 @@ pub async fn run() -> Result<(), Error> {
     let started = harel_app::cold_start(Role::Relay, "relay").await?;
     let metrics = started.metrics;
     let booted = Arc::new(started.services);
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
+    harel_app::serve("relay", move |event: LambdaEvent<Value>, cold_start| {
         let b = booted.clone();
         let metrics = metrics.clone();
-        let invocation = Invocation::new(
-            "relay",
-            &event.context.request_id,
-            event.context.xray_trace_id.as_deref(),
-        );
-        let cold_start = invocation.cold_start;
-        let span = invocation.span();
         async move {
             let deadline = b.work_deadline(event.context.deadline);
             // a child's first step may call a remote action: it stops in time to commit
@@ -64,7 +55,6 @@ pub async fn run() -> Result<(), Error> {
                 "events_deferred": events.deferred,
             }))
         }
-        .instrument(span)
-    }))
+    })
     .await
 }

@@ -7,12 +7,10 @@
 use std::sync::Arc;
 
 use harel_lambda::failure::failed;
-use harel_lambda::logging::Invocation;
 use harel_lambda::metrics::{now_ms, sweeper_metrics};
 use harel_lambda::Role;
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
-use tracing::Instrument;
 
 /// Boots the sweeper (configuration, machines, clients: a refusal here fails the cold start)
 /// and serves Lambda's Runtime API until the process ends. Its own binary calls it, and so
@@ -21,16 +19,9 @@ pub async fn run() -> Result<(), Error> {
     let started = harel_app::cold_start(Role::Sweeper, "sweeper").await?;
     let metrics = started.metrics;
     let booted = Arc::new(started.services);
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
+    harel_app::serve("sweeper", move |event: LambdaEvent<Value>, cold_start| {
         let b = booted.clone();
         let metrics = metrics.clone();
-        let invocation = Invocation::new(
-            "sweeper",
-            &event.context.request_id,
-            event.context.xray_trace_id.as_deref(),
-        );
-        let cold_start = invocation.cold_start;
-        let span = invocation.span();
         async move {
             let deadline = b.work_deadline(event.context.deadline);
             let run = harel_app::sweeper::invoke(&b, &event.payload, deadline)
@@ -55,7 +46,6 @@ pub async fn run() -> Result<(), Error> {
                 .emit();
             Ok::<Value, Error>(run.answer())
         }
-        .instrument(span)
-    }))
+    })
     .await
 }

@@ -2,11 +2,9 @@
 //! document per invocation (and machine) on stdout.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use harel_lambda::logging::Invocation;
 use harel_lambda::metrics::{now_ms, worker_metrics};
 use harel_lambda::{Record, Role};
-use lambda_runtime::{service_fn, Error, LambdaEvent};
-use tracing::Instrument;
+use lambda_runtime::{Error, LambdaEvent};
 
 /// Boots the worker (configuration, machines, clients: a refusal here fails the cold start)
 /// and serves Lambda's Runtime API until the process ends. Its own binary calls it, and so
@@ -16,17 +14,10 @@ pub async fn run() -> Result<(), Error> {
     let metrics = started.metrics;
     let remote = started.services.remote.clone();
     let worker = started.services.into_worker();
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+    harel_app::serve("worker", move |event: LambdaEvent<SqsEvent>, cold_start| {
         let worker = worker.clone();
         let remote = remote.clone();
         let metrics = metrics.clone();
-        let invocation = Invocation::new(
-            "worker",
-            &event.context.request_id,
-            event.context.xray_trace_id.as_deref(),
-        );
-        let cold_start = invocation.cold_start;
-        let span = invocation.span();
         async move {
             let messages = &event.payload.records;
             let records: Vec<Record> = messages
@@ -46,7 +37,6 @@ pub async fn run() -> Result<(), Error> {
             metrics.emit();
             Ok::<SqsBatchResponse, Error>(outcome.to_response())
         }
-        .instrument(span)
-    }))
+    })
     .await
 }
